@@ -1,0 +1,160 @@
+"""Saturated, unique-hard and softmax attention on arrays of any batch shape, run by Numba kernels.
+
+Shapes: q (..., T, d), k (..., S, d), v (..., S, e) → output (..., T, e); the leading dims of q, k,
+v and the masks broadcast together. ``mask`` marks real keys (broadcastable to (..., S)),
+``query_mask`` real queries (broadcastable to (..., T)); padded queries get zero rows. The meaning
+of every kind, tie set and diagnostic is :mod:`satsim.reference.attention`; tolerances default to
+:mod:`satsim.tolerance`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from satsim.errors import SatsimError
+from satsim.kernels import attention as kernels
+from satsim.reference.attention import ATTENTION_KINDS, default_scale
+from satsim.tolerance import default_tolerance
+
+_MAX_SCORE = 1e300  # scores bounded by this stay finite through max, threshold and gap
+_KIND_CODES = {
+    "softmax": kernels.SOFTMAX,
+    "saturated": kernels.SATURATED,
+    "unique-left": kernels.UNIQUE_LEFT,
+    "unique-right": kernels.UNIQUE_RIGHT,
+}
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """Attention output (..., T, e) with per-query tie size (int64) and tie gap (float64), (..., T).
+
+    tie_gap is the max score minus the runner-up (0 for an exact tie, inf for a single allowed key,
+    NaN for a padded query or one with no allowed key).
+    """
+
+    output: np.ndarray
+    tie_size: np.ndarray
+    tie_gap: np.ndarray
+
+
+def _float_array(name: str, x) -> np.ndarray:
+    """Return x as a float32/float64 array of at least 2 dims with finite entries."""
+    x = np.asarray(x)
+    if x.dtype not in (np.float32, np.float64):
+        raise SatsimError(f"{name} must be float32 or float64, got dtype {x.dtype}")
+    if x.ndim < 2:
+        raise SatsimError(f"{name} must have shape (..., length, dim), got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise SatsimError(f"{name} contains NaN or inf")
+    return x
+
+
+def _bool_mask(name: str, mask, length: int) -> np.ndarray:
+    """Return a boolean padding mask (..., length), True for real positions."""
+    mask = np.asarray(True if mask is None else mask)
+    if mask.dtype != np.bool_:
+        raise SatsimError(f"{name} must be a boolean array (True = real position), "
+                          f"got dtype {mask.dtype}")
+    if mask.ndim == 0:
+        mask = np.broadcast_to(mask, (length,))
+    if mask.shape[-1] not in (1, length):
+        raise SatsimError(f"{name} of shape {mask.shape} does not broadcast to (..., {length})")
+    return mask
+
+
+def _check_positive(name: str, value: float) -> float:
+    """Return value as a float after checking it is finite and > 0."""
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise SatsimError(f"{name} must be finite and > 0, got {value}")
+    return value
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "saturated",
+              beta: float = 1.0, causal: bool = False, mask: np.ndarray | None = None,
+              query_mask: np.ndarray | None = None, atol: float | None = None,
+              rtol: float | None = None, scale: float | None = None) -> AttentionResult:
+    """Run attention of the given kind and return its output with tie diagnostics."""
+    if kind not in _KIND_CODES:
+        raise SatsimError(f"unknown attention kind {kind!r}; known: {', '.join(ATTENTION_KINDS)}")
+    q, k, v = _float_array("q", q), _float_array("k", k), _float_array("v", v)
+    if not q.dtype == k.dtype == v.dtype:
+        raise SatsimError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    (T, d), (S, d_k), (S_v, e) = q.shape[-2:], k.shape[-2:], v.shape[-2:]
+    if d != d_k or S != S_v:
+        raise SatsimError(f"q (..., T, d), k (..., S, d), v (..., S, e) do not fit: shapes "
+                          f"{q.shape}, {k.shape}, {v.shape}")
+    if d == 0:
+        raise SatsimError(f"q and k need a non-empty last dim, got shapes {q.shape}, {k.shape}")
+    if causal and T != S:
+        raise SatsimError(f"causal attention needs as many queries as keys, got q {q.shape} "
+                          f"and k {k.shape}")
+    key_mask, real_queries = _bool_mask("mask", mask, S), _bool_mask("query_mask", query_mask, T)
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], key_mask.shape[:-1],
+                                    real_queries.shape[:-1])
+    except ValueError:
+        raise SatsimError(
+            f"batch dims do not broadcast: q {q.shape}, k {k.shape}, v {v.shape}, "
+            f"mask {key_mask.shape}, query_mask {real_queries.shape}") from None
+    beta = _check_positive("beta", beta)
+    default_atol, default_rtol = default_tolerance(q.dtype)
+    atol = default_atol if atol is None else float(atol)
+    rtol = default_rtol if rtol is None else float(rtol)
+    if not (math.isfinite(atol) and atol >= 0 and 0 <= rtol < 1):
+        raise SatsimError(f"tolerances need atol >= 0 and 0 <= rtol < 1, got atol={atol}, "
+                          f"rtol={rtol}")
+    scale = default_scale(d) if scale is None else float(scale)
+    if not math.isfinite(scale):
+        raise SatsimError(f"scale must be finite, got {scale}")
+    if q.size and k.size:
+        # |s_ij| <= |scale| * d * max|q| * max|k| bounds every partial sum of a score, too.
+        bound = abs(scale) * d * float(np.abs(q).max()) * float(np.abs(k).max())
+        if not bound <= _MAX_SCORE:
+            raise SatsimError(f"scores could overflow float64: |scale|·d·max|q|·max|k| = "
+                              f"{bound:.3g} exceeds {_MAX_SCORE:g}")
+
+    def flat(x: np.ndarray, tail: tuple[int, ...]) -> np.ndarray:
+        # C-contiguous and writable: the kernels are compiled once per dtype, not per layout.
+        if x.shape != batch + tail:
+            x = np.broadcast_to(x, batch + tail)
+        return np.require(x.reshape((math.prod(batch),) + tail), requirements=("C", "W"))
+
+    out, tie_size, tie_gap = kernels.attend(
+        flat(q, (T, d)), flat(k, (S, d)), flat(v, (S, e)), flat(key_mask, (S,)),
+        flat(real_queries, (T,)), bool(causal), _KIND_CODES[kind], beta, atol, rtol, scale)
+    return AttentionResult(out.reshape(batch + (T, e)), tie_size.reshape(batch + (T,)),
+                           tie_gap.reshape(batch + (T,)))
+
+
+def saturated_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False,
+                        mask: np.ndarray | None = None, query_mask: np.ndarray | None = None,
+                        atol: float | None = None, rtol: float | None = None,
+                        scale: float | None = None) -> np.ndarray:
+    """Return the mean of v over each query's tie set (average-hard attention), (..., T, e)."""
+    return attention(q, k, v, kind="saturated", causal=causal, mask=mask, query_mask=query_mask,
+                     atol=atol, rtol=rtol, scale=scale).output
+
+
+def unique_hard_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, side: str = "left",
+                          causal: bool = False, mask: np.ndarray | None = None,
+                          query_mask: np.ndarray | None = None, atol: float | None = None,
+                          rtol: float | None = None, scale: float | None = None) -> np.ndarray:
+    """Return v at the leftmost or rightmost position of each query's tie set, (..., T, e)."""
+    if side not in ("left", "right"):
+        raise SatsimError(f"side must be 'left' or 'right', got {side!r}")
+    return attention(q, k, v, kind=f"unique-{side}", causal=causal, mask=mask,
+                     query_mask=query_mask, atol=atol, rtol=rtol, scale=scale).output
+
+
+def softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, beta: float = 1.0,
+                      causal: bool = False, mask: np.ndarray | None = None,
+                      query_mask: np.ndarray | None = None,
+                      scale: float | None = None) -> np.ndarray:
+    """Return softmax(beta * scores) attention over the allowed keys, (..., T, e)."""
+    return attention(q, k, v, kind="softmax", beta=beta, causal=causal, mask=mask,
+                     query_mask=query_mask, scale=scale).output

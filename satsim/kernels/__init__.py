@@ -1,0 +1,1 @@
+"""Numba kernels: plain-array signatures, one module per idea, each beside a NumPy reference."""

@@ -1,0 +1,410 @@
+"""Numba kernels of softmax, saturated and unique-hard attention, fused per query.
+
+Same meaning as :mod:`satsim.reference.attention`, without ever building a T×S matrix: each query
+computes its score row into a scratch row of length S, takes the max, then the tie-set mean (or
+the softmax average) in one more pass. Items (batch × heads) whose scores do not depend on the
+key, or not on the query, take fast paths with the same results:
+
+- same scores: the allowed keys of the item are identical rows, or every real query is zero.
+  Every allowed key ties, so the output is their mean (softmax and saturated) or the first or
+  last of them (unique-hard), kept as a running prefix when causal: O(T·e).
+- same queries: every real query is the same row, so the scores s_j are computed once.
+  Bidirectional, one query is attended and its result copied. Causal, queries in ascending
+  order: the running max only grows, so does the tie threshold (see :func:`_tie_threshold`), and
+  a key that falls below it never comes back. A min-heap of scores gives the tie set (its size,
+  and its value sum as a running compensated sum), a FIFO queue its leftmost member, a stack its
+  rightmost: O(T log T + T·e). Causal softmax takes the general path.
+A zero query inside a general item ties all its allowed keys too and skips its score row.
+
+Everything that touches scores (dot products, max, threshold, gap) is compiled without fastmath,
+so that the general path, the fast paths and the reference agree bit for bit on scores, tie sets
+and tie gaps; fastmath ({'reassoc', 'contract', 'nsz', 'arcp'}, never the full set, which assumes
+no inf) is kept to the loops that average values.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT = 0, 1, 2, 3
+"""Kind codes of :func:`attend`."""
+
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}  # not True: a max starting at -inf needs inf
+# Strict functions say fastmath=False explicitly: left unset, a callee inherits its caller's flags.
+_GENERAL, _SAME_SCORES, _SAME_QUERIES = 0, 1, 2
+_QUERY_BLOCK = 32
+
+
+@numba.njit(cache=True, fastmath=False)
+def _score(q_row, k_row, scale):
+    """Return scale * (q . k) in float64, summed left to right, strictly (as the reference)."""
+    total = 0.0
+    for t in range(q_row.shape[0]):
+        total += np.float64(q_row[t]) * np.float64(k_row[t])
+    return scale * total
+
+
+@numba.njit(cache=True, fastmath=False)
+def _tie_threshold(max_score, atol, rtol):
+    """Return M - (atol + rtol*|M|) as M*(1∓rtol) - atol: non-decreasing in M, also in floats."""
+    if max_score >= 0.0:
+        return max_score * (1.0 - rtol) - atol
+    return max_score * (1.0 + rtol) - atol
+
+
+@numba.njit(cache=True, fastmath=False)
+def _add_compensated(total, error, values, sign):
+    """Add sign * values to the Neumaier sum (total, error); strict, or it is optimised away."""
+    for c in range(values.shape[0]):
+        x = sign * np.float64(values[c])
+        t = total[c] + x
+        if abs(total[c]) >= abs(x):
+            error[c] += (total[c] - t) + x
+        else:
+            error[c] += (x - t) + total[c]
+        total[c] = t
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _accumulate(total, weight, values):
+    """Add weight * values to the float64 running total."""
+    for c in range(values.shape[0]):
+        total[c] += weight * values[c]
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _write_mean(out_row, total, count):
+    """Write total / count into out_row (cast to its dtype)."""
+    for c in range(out_row.shape[0]):
+        out_row[c] = total[c] / count
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _uniform_gap(count):
+    """Return the tie gap when all of ``count`` allowed scores are equal."""
+    if count == 0:
+        return np.nan
+    return 0.0 if count >= 2 else np.inf
+
+
+@numba.njit(cache=True, fastmath=False)
+def _is_zero(row):
+    """Return whether every element of the row is zero."""
+    for t in range(row.shape[0]):
+        if row[t] != 0:
+            return False
+    return True
+
+
+@numba.njit(cache=True, fastmath=False)
+def _rows_equal(a, b):
+    """Return whether two rows are equal element by element."""
+    for t in range(a.shape[0]):
+        if a[t] != b[t]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, fastmath=False)
+def _first_true(flags):
+    """Return the index of the first True flag, or -1."""
+    for i in range(flags.shape[0]):
+        if flags[i]:
+            return i
+    return -1
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _write_all_tied(v, kind, total, count, first, last, out_row):
+    """Write the output when all ``count`` allowed keys, first .. last, tie (none if count = 0)."""
+    if count == 0:
+        return
+    if kind == UNIQUE_LEFT:
+        out_row[:] = v[first]
+    elif kind == UNIQUE_RIGHT:
+        out_row[:] = v[last]
+    else:
+        _write_mean(out_row, total, count)
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
+    """Every allowed key below n_keys ties: write the kind's output; return (tie size, tie gap)."""
+    total[:] = 0.0
+    count = 0
+    first = -1
+    last = -1
+    for j in range(n_keys):
+        if key_mask[j]:
+            count += 1
+            last = j
+            if first < 0:
+                first = j
+            if kind == SATURATED or kind == SOFTMAX:
+                _accumulate(total, 1.0, v[j])
+    _write_all_tied(v, kind, total, count, first, last, out_row)
+    return count, _uniform_gap(count)
+
+
+@numba.njit(cache=True, fastmath=False)
+def _attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, scores, total,
+                  out_row):
+    """Attend one query to the allowed keys below n_keys; write out_row, return (size, gap)."""
+    if _is_zero(q_row):
+        return _attend_all_tied(v, key_mask, n_keys, kind, total, out_row)
+    best = -np.inf
+    runner_up = -np.inf
+    count = 0
+    for j in range(n_keys):
+        if key_mask[j]:
+            s = _score(q_row, k[j], scale)
+            scores[j] = s
+            count += 1
+            if s > best:
+                runner_up = best
+                best = s
+            elif s > runner_up:
+                runner_up = s
+    if count == 0:
+        return 0, np.nan
+    theta = _tie_threshold(best, atol, rtol)
+    total[:] = 0.0
+    size = 0
+    chosen = -1
+    weights = 0.0
+    for j in range(n_keys):
+        if not key_mask[j]:
+            continue
+        s = scores[j]
+        tied = s >= theta
+        if tied:
+            size += 1
+        if kind == SOFTMAX:
+            w = np.exp(beta * (s - best))
+            weights += w
+            _accumulate(total, w, v[j])
+        elif tied:
+            if kind == SATURATED:
+                _accumulate(total, 1.0, v[j])
+            elif chosen < 0 or kind == UNIQUE_RIGHT:
+                chosen = j
+    if kind == SOFTMAX:
+        _write_mean(out_row, total, weights)
+    elif kind == SATURATED:
+        _write_mean(out_row, total, size)
+    else:
+        out_row[:] = v[chosen]
+    return size, best - runner_up
+
+
+@numba.njit(cache=True, fastmath=False)
+def _item_path(q, k, key_mask, query_mask, causal, kind):
+    """Choose the path of one item: same scores, same queries or general."""
+    first_key = _first_true(key_mask)
+    same_keys = True
+    for j in range(first_key + 1, k.shape[0]):
+        if key_mask[j] and not _rows_equal(k[j], k[first_key]):
+            same_keys = False
+            break
+    first_query = _first_true(query_mask)
+    if same_keys or first_query < 0:
+        return _SAME_SCORES
+    for i in range(first_query + 1, q.shape[0]):
+        if query_mask[i] and not _rows_equal(q[i], q[first_query]):
+            return _GENERAL
+    if _is_zero(q[first_query]):
+        return _SAME_SCORES
+    if causal and kind == SOFTMAX:
+        return _GENERAL
+    return _SAME_QUERIES
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap):
+    """Every allowed key ties: mean (or first/last) of v over them, a running prefix if causal."""
+    T = query_mask.shape[0]
+    total = np.zeros(v.shape[1])
+    if not causal:
+        first_query = _first_true(query_mask)
+        if first_query < 0:
+            return
+        count, gap = _attend_all_tied(v, key_mask, key_mask.shape[0], kind, total,
+                                      out[first_query])
+        for i in range(first_query, T):
+            if query_mask[i]:
+                out[i] = out[first_query]
+                tie_size[i] = count
+                tie_gap[i] = gap
+        return
+    count = 0
+    first = -1
+    last = -1
+    for i in range(T):
+        if key_mask[i]:
+            count += 1
+            last = i
+            if first < 0:
+                first = i
+            if kind == SATURATED or kind == SOFTMAX:
+                _accumulate(total, 1.0, v[i])
+        if query_mask[i] and count > 0:
+            _write_all_tied(v, kind, total, count, first, last, out[i])
+            tie_size[i] = count
+            tie_gap[i] = _uniform_gap(count)
+
+
+@numba.njit(cache=True, fastmath=False)
+def _heap_push(scores, positions, size, score, position):
+    """Push (score, position) onto the min-heap held in scores[:size], positions[:size]."""
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if scores[parent] <= score:
+            break
+        scores[i] = scores[parent]
+        positions[i] = positions[parent]
+        i = parent
+    scores[i] = score
+    positions[i] = position
+
+
+@numba.njit(cache=True, fastmath=False)
+def _heap_pop(scores, positions, size):
+    """Remove the minimum of the min-heap of ``size`` entries; return its position."""
+    top = positions[0]
+    size -= 1
+    score = scores[size]
+    position = positions[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and scores[child + 1] < scores[child]:
+            child += 1
+        if scores[child] >= score:
+            break
+        scores[i] = scores[child]
+        positions[i] = positions[child]
+        i = child
+    scores[i] = score
+    positions[i] = position
+    return top
+
+
+@numba.njit(cache=True, fastmath=False)
+def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
+                         out, tie_size, tie_gap):
+    """Every real query is the same row: scores s_j once; causal tie sets by heap, queue, stack."""
+    T, S = q.shape[0], k.shape[0]
+    first_query = _first_true(query_mask)
+    scores = np.empty(S)
+    total = np.zeros(v.shape[1])
+    if not causal:
+        size, gap = _attend_query(q[first_query], k, v, key_mask, S, kind, beta, atol, rtol,
+                                  scale, scores, total, out[first_query])
+        for i in range(first_query, T):
+            if query_mask[i]:
+                out[i] = out[first_query]
+                tie_size[i] = size
+                tie_gap[i] = gap
+        return
+    query = q[first_query]
+    heap_scores = np.empty(S)
+    heap_positions = np.empty(S, dtype=np.int64)
+    heap_size = 0
+    line = np.empty(S, dtype=np.int64)  # FIFO queue (unique-left) or stack (unique-right)
+    head = 0
+    tail = 0
+    error = np.zeros(v.shape[1])
+    best = -np.inf
+    runner_up = -np.inf
+    for i in range(T):
+        if key_mask[i]:
+            s = _score(query, k[i], scale)
+            scores[i] = s
+            if s > best:
+                runner_up = best
+                best = s
+            elif s > runner_up:
+                runner_up = s
+            _heap_push(heap_scores, heap_positions, heap_size, s, i)
+            heap_size += 1
+            line[tail] = i
+            tail += 1
+            if kind == SATURATED:
+                _add_compensated(total, error, v[i], 1.0)
+        if not query_mask[i] or heap_size == 0:
+            continue
+        theta = _tie_threshold(best, atol, rtol)
+        while heap_scores[0] < theta:  # never empties: theta <= best, and best is in the heap
+            dropped = _heap_pop(heap_scores, heap_positions, heap_size)
+            heap_size -= 1
+            if kind == SATURATED:
+                _add_compensated(total, error, v[dropped], -1.0)
+        tie_size[i] = heap_size
+        tie_gap[i] = best - runner_up
+        if kind == SATURATED:
+            for c in range(v.shape[1]):
+                out[i, c] = (total[c] + error[c]) / heap_size
+        elif kind == UNIQUE_LEFT:
+            while scores[line[head]] < theta:
+                head += 1
+            out[i] = v[line[head]]
+        else:
+            while scores[line[tail - 1]] < theta:
+                tail -= 1
+            out[i] = v[line[tail - 1]]
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, start,
+                  out, tie_size, tie_gap):
+    """Run the general path for queries start .. start + _QUERY_BLOCK - 1 of one item."""
+    S = k.shape[0]
+    scores = np.empty(S)
+    total = np.empty(v.shape[1])
+    for i in range(start, min(start + _QUERY_BLOCK, q.shape[0])):
+        if query_mask[i]:
+            n_keys = i + 1 if causal else S
+            size, gap = _attend_query(q[i], k, v, key_mask, n_keys, kind, beta, atol, rtol,
+                                      scale, scores, total, out[i])
+            tie_size[i] = size
+            tie_gap[i] = gap
+
+
+@numba.njit(cache=True, parallel=True, fastmath=_FASTMATH)
+def attend(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale):
+    """Attend (N, T, d) queries to (N, S, d) keys and (N, S, e) values; masks (N, S), (N, T).
+
+    Return (output (N, T, e) in q's dtype, tie_size (N, T) int64, tie_gap (N, T) float64).
+    ``kind`` is SOFTMAX, SATURATED, UNIQUE_LEFT or UNIQUE_RIGHT; causal needs T == S.
+    """
+    n_items, T = q.shape[0], q.shape[1]
+    out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
+    tie_size = np.zeros((n_items, T), dtype=np.int64)
+    tie_gap = np.full((n_items, T), np.nan)
+    paths = np.empty(n_items, dtype=np.int64)
+    for n in numba.prange(n_items):
+        paths[n] = _item_path(q[n], k[n], key_mask[n], query_mask[n], causal, kind)
+        if paths[n] == _SAME_SCORES:
+            _attend_same_scores(v[n], key_mask[n], query_mask[n], causal, kind, out[n],
+                                tie_size[n], tie_gap[n])
+        elif paths[n] == _SAME_QUERIES:
+            _attend_same_queries(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind,
+                                 beta, atol, rtol, scale, out[n], tie_size[n], tie_gap[n])
+    # General items in units of two query blocks, p and last - p, so causal units cost the same.
+    general = np.nonzero(paths == _GENERAL)[0]
+    n_blocks = (T + _QUERY_BLOCK - 1) // _QUERY_BLOCK
+    units_per_item = (n_blocks + 1) // 2
+    for unit in numba.prange(general.shape[0] * units_per_item):
+        n = general[unit // units_per_item]
+        block = unit % units_per_item
+        _attend_block(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
+                      rtol, scale, block * _QUERY_BLOCK, out[n], tie_size[n], tie_gap[n])
+        last = n_blocks - 1 - block
+        if last != block:
+            _attend_block(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
+                          rtol, scale, last * _QUERY_BLOCK, out[n], tie_size[n], tie_gap[n])
+    return out, tie_size, tie_gap

@@ -1,0 +1,35 @@
+"""Default tie tolerances of saturated and unique-hard attention, per input dtype.
+
+A key j of query i is in the tie set when s_ij >= M_i - (atol + rtol * |M_i|), where M_i is the
+largest allowed score. Scores are always computed in float64, but they are dot products of inputs
+that were rounded to the input dtype upstream (projections, LayerNorm), so the tolerance follows
+the input dtype:
+
+- float32: atol = rtol = 1e-5. float64: atol = rtol = 1e-9.
+- Exact ties of exactly representable scores (small integers, dyadic rationals) are ties: their
+  difference is 0, below any non-negative tolerance.
+- Scores that differ by more than 1e-4 * max(1, |M_i|) are never ties: the tolerance is at most
+  atol + rtol * |M_i| <= 2e-5 * max(1, |M_i|) (float32), far below that bound.
+- The tolerance sits well above the rounding of dot products: BLAS and loop orders differ by about
+  d * eps * |q| * |k|, i.e. about 1e-7 relative in float32 (eps = 6e-8) and 1e-15 in float64 for
+  moderate d, so two scores that are equal in exact arithmetic still tie after rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DEFAULT_TOLERANCE: dict[type, tuple[float, float]] = {
+    np.float32: (1e-5, 1e-5),
+    np.float64: (1e-9, 1e-9),
+}
+"""(atol, rtol) of the tie test for each supported input dtype."""
+
+
+def default_tolerance(dtype: np.dtype | type) -> tuple[float, float]:
+    """Return the default (atol, rtol) for inputs of ``dtype`` (float32 or float64)."""
+    key = np.dtype(dtype).type
+    if key not in DEFAULT_TOLERANCE:
+        raise ValueError(f"no default tie tolerance for dtype {np.dtype(dtype)}; "
+                         "use float32 or float64")
+    return DEFAULT_TOLERANCE[key]
