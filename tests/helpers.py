@@ -1,0 +1,87 @@
+"""Random model specs for tests: every architecture option, seeded."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from satsim.spec import (
+    AttentionSpec,
+    BlockSpec,
+    FeedForwardSpec,
+    LayerNormSpec,
+    ModelSpec,
+    OutputSpec,
+    PositionalSpec,
+)
+
+
+def random_layer_norm(rng, d, dtype, affine):
+    if not affine:
+        return LayerNormSpec(eps=1e-5)
+    return LayerNormSpec(w=(1 + 0.1 * rng.standard_normal(d)).astype(dtype),
+                         b=(0.1 * rng.standard_normal(d)).astype(dtype))
+
+
+def random_spec(
+    seed: int = 0,
+    *,
+    d_model: int = 8,
+    n_layers: int = 2,
+    n_heads: int = 2,
+    d_head: int = 4,
+    d_mlp: int = 6,
+    norm: str = "post",
+    residual: bool = True,
+    biases: bool = True,
+    affine: bool = True,
+    causal: bool = True,
+    positional: str = "learned",
+    task: str = "recognition",
+    dtype=np.float64,
+    n_ctx: int = 64,
+) -> ModelSpec:
+    """A random model over the alphabet 'ab' with BOS, with the chosen architecture."""
+    rng = np.random.default_rng(seed)
+
+    def w(*shape, scale=1.0):
+        return (scale * rng.standard_normal(shape) / np.sqrt(shape[-2] if len(shape) > 1 else 1)
+                ).astype(dtype)
+
+    def b(*shape):
+        return (0.3 * rng.standard_normal(shape)).astype(dtype) if biases else None
+
+    blocks = []
+    for _ in range(n_layers):
+        attn = AttentionSpec(
+            W_Q=w(n_heads, d_model, d_head, scale=2.0), W_K=w(n_heads, d_model, d_head, scale=2.0),
+            W_V=w(n_heads, d_model, d_head), W_O=w(n_heads, d_head, d_model),
+            b_Q=b(n_heads, d_head), b_K=b(n_heads, d_head), b_V=b(n_heads, d_head), b_O=b(d_model),
+            causal=causal,
+        )
+        mlp = FeedForwardSpec(W_in=w(d_model, d_mlp), W_out=w(d_mlp, d_model), b_in=b(d_mlp),
+                              b_out=b(d_model))
+        ln1 = random_layer_norm(rng, d_model, dtype, affine) if norm != "none" else None
+        ln2 = random_layer_norm(rng, d_model, dtype, affine) if norm != "none" else None
+        blocks.append(BlockSpec(attn=attn, mlp=mlp, ln1=ln1, ln2=ln2))
+    pos = {
+        "none": PositionalSpec(),
+        "learned": PositionalSpec("learned", W_pos=w(n_ctx, d_model)),
+        "sinusoidal": PositionalSpec("sinusoidal"),
+        "features": PositionalSpec("features", features=("1/i", "i/n", "(-1)^i"),
+                                   W_feat=w(3, d_model)),
+    }[positional]
+    labels = ("accept",) if task == "recognition" else ("a", "b", "<eos>")
+    readout = "last" if task == "recognition" else "per-position"
+    return ModelSpec(
+        vocab=("<bos>", "a", "b"),
+        W_E=w(3, d_model, scale=3.0),
+        blocks=tuple(blocks),
+        output=OutputSpec(W_U=w(d_model, len(labels)), b_U=b(len(labels)), labels=labels,
+                          task=task, readout=readout),
+        positional=pos,
+        norm=norm,
+        residual=residual,
+        ln_final=random_layer_norm(rng, d_model, dtype, affine) if norm == "pre" else None,
+        bos="<bos>",
+        name=f"random-{seed}",
+    )

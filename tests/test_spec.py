@@ -1,0 +1,142 @@
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from helpers import random_spec
+from safetensors.numpy import save_file
+
+from satsim import AttentionSpec, ModelSpec, SpecError, WeightsFileError, constructions
+from satsim.spec_io import spec_config
+
+
+def test_shape_mismatch_names_the_tensor():
+    with pytest.raises(SpecError, match=r"attn.W_K has shape \(2, 8, 3\)"):
+        AttentionSpec(W_Q=np.zeros((2, 8, 4)), W_K=np.zeros((2, 8, 3)), W_V=np.zeros((2, 8, 4)),
+                      W_O=np.zeros((2, 4, 8)))
+
+
+def test_nan_weights_are_refused_with_the_tensor_name():
+    with pytest.raises(SpecError, match="attn.W_V contains NaN"):
+        AttentionSpec(W_Q=np.zeros((1, 4, 2)), W_K=np.zeros((1, 4, 2)),
+                      W_V=np.full((1, 4, 2), np.nan), W_O=np.zeros((1, 2, 4)))
+
+
+def test_integer_and_mixed_dtypes_are_refused():
+    spec = random_spec(0)
+    with pytest.raises(SpecError, match="dtype int64"):
+        dataclasses.replace(spec, W_E=np.zeros((3, 8), dtype=np.int64))
+    with pytest.raises(SpecError, match="share one dtype"):
+        dataclasses.replace(spec, W_E=spec.W_E.astype(np.float32))
+
+
+def test_model_dimension_mismatch_between_parts():
+    spec = random_spec(0, positional="none")
+    with pytest.raises(SpecError, match=r"blocks.0.attn.W_Q has d_model 8 != 5"):
+        dataclasses.replace(spec, W_E=np.zeros((3, 5)))
+
+
+def test_layer_norm_must_match_the_placement():
+    spec = random_spec(0, norm="post")
+    with pytest.raises(SpecError, match="must not have ln1"):
+        dataclasses.replace(spec, norm="none")
+
+
+def test_spec_is_frozen_and_its_arrays_read_only():
+    spec = random_spec(0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.norm = "pre"
+    with pytest.raises(ValueError):
+        spec.W_E[0, 0] = 1.0
+
+
+def test_spec_copies_its_inputs():
+    embedding = np.zeros((3, 8))
+    spec = dataclasses.replace(random_spec(0), W_E=embedding)
+    embedding[0, 0] = 5.0
+    assert spec.W_E[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("norm", ["none", "pre", "post"])
+@pytest.mark.parametrize("positional", ["none", "learned", "sinusoidal", "features"])
+def test_save_load_round_trip(tmp_path, norm, positional):
+    spec = random_spec(3, norm=norm, positional=positional, biases=norm != "pre")
+    path = tmp_path / "model.safetensors"
+    spec.save(path)
+    loaded = ModelSpec.load(path)
+    assert spec_config(loaded) == spec_config(spec)
+    for name, array in spec.tensors().items():
+        np.testing.assert_array_equal(loaded.tensors()[name], array)
+
+
+def test_round_trip_of_the_construction(tmp_path):
+    spec = constructions.build("dyck1")
+    spec.save(tmp_path / "d.safetensors")
+    assert spec_config(ModelSpec.load(tmp_path / "d.safetensors")) == spec_config(spec)
+
+
+def test_truncated_file_gives_one_line_error(tmp_path):
+    path = tmp_path / "m.safetensors"
+    random_spec(1).save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightsFileError, match="not a readable safetensors file") as info:
+        ModelSpec.load(path)
+    assert "\n" not in str(info.value)
+
+
+def test_garbage_and_missing_files(tmp_path):
+    path = tmp_path / "junk.safetensors"
+    path.write_bytes(b"\x00\x01not a safetensors file at all" * 10)
+    with pytest.raises(WeightsFileError):
+        ModelSpec.load(path)
+    with pytest.raises(WeightsFileError, match="no such weights file"):
+        ModelSpec.load(tmp_path / "absent.safetensors")
+
+
+def _rewrite(path, tensors=None, config=None):
+    spec = ModelSpec.load(path)
+    tensors = dict(spec.tensors()) if tensors is None else tensors
+    config = spec_config(spec) if config is None else config
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path),
+              metadata={"satsim": json.dumps(config)})
+
+
+def test_mismatched_shapes_and_missing_tensors(tmp_path):
+    path = tmp_path / "m.safetensors"
+    spec = random_spec(2)
+    spec.save(path)
+    tensors = dict(spec.tensors())
+    tensors["blocks.0.attn.W_Q"] = np.zeros((2, 8, 5))
+    _rewrite(path, tensors=tensors)
+    with pytest.raises(WeightsFileError, match="blocks.0.attn.W_Q has shape"):
+        ModelSpec.load(path)
+    spec.save(path)
+    tensors = dict(spec.tensors())
+    del tensors["blocks.1.mlp.W_in"]
+    _rewrite(path, tensors=tensors, config=spec_config(spec))
+    with pytest.raises(WeightsFileError, match="missing tensor blocks.1.mlp.W_in"):
+        ModelSpec.load(path)
+
+
+def test_nan_weights_in_a_file(tmp_path):
+    path = tmp_path / "m.safetensors"
+    spec = random_spec(4)
+    spec.save(path)
+    tensors = {k: np.array(v) for k, v in spec.tensors().items()}
+    tensors["blocks.1.attn.W_V"][0, 0, 0] = np.nan
+    _rewrite(path, tensors=tensors)
+    with pytest.raises(WeightsFileError, match="blocks.1.attn.W_V contains NaN"):
+        ModelSpec.load(path)
+
+
+def test_file_without_satsim_metadata(tmp_path):
+    path = tmp_path / "plain.safetensors"
+    save_file({"x": np.zeros(3)}, str(path))
+    with pytest.raises(WeightsFileError, match="no satsim configuration"):
+        ModelSpec.load(path)
+
+
+def test_astype_converts_every_tensor():
+    spec = random_spec(0).astype(np.float32)
+    assert {a.dtype for a in spec.tensors().values()} == {np.dtype(np.float32)}
