@@ -1,0 +1,142 @@
+"""The compiled forward pass of a padded batch: Numba kernels layer by layer.
+
+Same meaning as :func:`satsim.reference.forward.forward`, but batched over strings of
+different lengths (padding is masked out of attention) and fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from satsim.attention import attention
+from satsim.encoding import embed
+from satsim.kernels.layers import affine, layer_norm
+from satsim.reference.forward import AttentionSettings
+from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
+
+
+@dataclass(frozen=True)
+class LayerTrace:
+    """What one attention layer computed for a batch: per-head queries, keys, outputs, ties."""
+
+    queries: np.ndarray  # (B, H, T, d_head)
+    keys: np.ndarray  # (B, H, T, d_head)
+    head_outputs: np.ndarray  # (B, H, T, d_v)
+    tie_size: np.ndarray  # (B, H, T) int64
+    tie_gap: np.ndarray  # (B, H, T) float64
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """Logits of every position, and on request the residual stream and the attention traces."""
+
+    logits: np.ndarray  # (B, T, n_outputs)
+    residuals: list[np.ndarray] | None
+    layers: list[LayerTrace] | None
+
+
+def _bias(vector: np.ndarray | None, size: int, dtype: np.dtype) -> np.ndarray:
+    return np.zeros(size, dtype=dtype) if vector is None else vector
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
+
+
+def apply_layer_norm(x: np.ndarray, ln: LayerNormSpec) -> np.ndarray:
+    """LayerNorm of (B, T, d) through the Numba kernel."""
+    d = x.shape[-1]
+    w = ln.w if ln.affine else np.ones(d, dtype=x.dtype)
+    b = ln.b if ln.affine else np.zeros(d, dtype=x.dtype)
+    return layer_norm(_rows(x), w, b, ln.eps, ln.affine).reshape(x.shape)
+
+
+def apply_feed_forward(x: np.ndarray, mlp: FeedForwardSpec) -> np.ndarray:
+    """ReLU feed-forward of (B, T, d) through the Numba kernels."""
+    d_mlp = mlp.W_in.shape[1]
+    hidden = affine(_rows(x), mlp.W_in, _bias(mlp.b_in, d_mlp, x.dtype), True)
+    out = affine(hidden, mlp.W_out, _bias(mlp.b_out, x.shape[-1], x.dtype), False)
+    return out.reshape(x.shape)
+
+
+def _project(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """Per-head projection of (B, T, d) by [H, d, e] weights → (B, H, T, e)."""
+    batch, length, _ = x.shape
+    heads, d, e = weight.shape
+    flat = np.ascontiguousarray(weight.transpose(1, 0, 2).reshape(d, heads * e))
+    flat_bias = _bias(None if bias is None else bias.reshape(-1), heads * e, x.dtype)
+    out = affine(_rows(x), flat, flat_bias, False).reshape(batch, length, heads, e)
+    return np.ascontiguousarray(out.transpose(0, 2, 1, 3))
+
+
+def apply_attention(
+    x: np.ndarray, mask: np.ndarray, attn: AttentionSpec, settings: AttentionSettings
+) -> tuple[np.ndarray, LayerTrace]:
+    """Multi-head self-attention of (B, T, d) with padding ``mask`` (B, T)."""
+    q = _project(x, attn.W_Q, attn.b_Q)
+    k = _project(x, attn.W_K, attn.b_K)
+    v = _project(x, attn.W_V, attn.b_V)
+    head_mask = mask[:, None, :]
+    result = attention(
+        q, k, v, kind=settings.kind, beta=settings.beta, causal=attn.causal, mask=head_mask,
+        query_mask=head_mask, atol=settings.atol, rtol=settings.rtol,
+    )
+    batch, heads, length, d_v = result.output.shape
+    stacked = np.ascontiguousarray(result.output.transpose(0, 2, 1, 3).reshape(-1, heads * d_v))
+    w_out = np.ascontiguousarray(attn.W_O.reshape(heads * d_v, -1))
+    out = affine(stacked, w_out, _bias(attn.b_O, x.shape[-1], x.dtype), False)
+    trace = LayerTrace(q, k, result.output, result.tie_size, result.tie_gap)
+    return out.reshape(x.shape), trace
+
+
+def _sublayer(x: np.ndarray, fn, ln: LayerNormSpec | None, spec: ModelSpec) -> np.ndarray:
+    if spec.norm == "pre":
+        y = fn(apply_layer_norm(x, ln))
+        return x + y if spec.residual else y
+    y = fn(x)
+    y = x + y if spec.residual else y
+    return apply_layer_norm(y, ln) if spec.norm == "post" else y
+
+
+def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Return padded input vectors (B, T, d) and the padding mask (B, T) for token id arrays."""
+    length = max(len(seq) for seq in ids)
+    x = np.zeros((len(ids), length, spec.d_model), dtype=spec.dtype)
+    mask = np.zeros((len(ids), length), dtype=bool)
+    for row, seq in enumerate(ids):
+        x[row, : len(seq)] = embed(spec, seq)
+        mask[row, : len(seq)] = True
+    return x, mask
+
+
+def forward_batch(
+    spec: ModelSpec, ids: list[np.ndarray], settings: AttentionSettings, trace: bool = False
+) -> BatchRun:
+    """Run a batch of token id arrays through the compiled kernels."""
+    x, mask = embed_batch(spec, ids)
+    residuals = [x] if trace else None
+    layers: list[LayerTrace] | None = [] if trace else None
+    for block in spec.blocks:
+        if block.attn is not None:
+            traces: list[LayerTrace] = []
+
+            def run_attention(h, a=block.attn, sink=traces):
+                out, layer_trace = apply_attention(h, mask, a, settings)
+                sink.append(layer_trace)
+                return out
+
+            x = _sublayer(x, run_attention, block.ln1, spec)
+            if trace:
+                residuals.append(x)
+                layers.append(traces[0])
+        if block.mlp is not None:
+            x = _sublayer(x, lambda h, m=block.mlp: apply_feed_forward(h, m), block.ln2, spec)
+            if trace:
+                residuals.append(x)
+    if spec.ln_final is not None:
+        x = apply_layer_norm(x, spec.ln_final)
+    out = spec.output
+    logits = affine(_rows(x), out.W_U, _bias(out.b_U, len(out.labels), x.dtype), False)
+    return BatchRun(logits.reshape(x.shape[0], x.shape[1], -1), residuals, layers)
