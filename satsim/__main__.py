@@ -1,0 +1,5 @@
+"""``python -m satsim`` runs the command line."""
+
+from satsim.cli import main
+
+main()

@@ -1,0 +1,154 @@
+"""Score a model against a language's oracle on balanced test sets in length bins."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from satsim.errors import SatsimError
+from satsim.simulator import Simulator
+
+DEFAULT_BINS: tuple[tuple[int, int], ...] = (
+    (0, 16),
+    (17, 64),
+    (65, 256),
+    (257, 1024),
+    (1025, 4096),
+)
+
+
+@dataclass(frozen=True)
+class BinResult:
+    """Accuracy and speed on one length bin."""
+
+    min_len: int
+    max_len: int
+    n: int
+    positives: int
+    negatives: int
+    correct: int
+    accuracy: float
+    tokens: int
+    seconds: float
+    tokens_per_second: float
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """The result of :func:`evaluate`: one entry per bin and the overall accuracy."""
+
+    language: str
+    model: str
+    attention: str
+    task: str
+    seed: int
+    bins: list[BinResult]
+
+    @property
+    def n(self) -> int:
+        """Strings tested in all bins together."""
+        return sum(b.n for b in self.bins)
+
+    @property
+    def accuracy(self) -> float:
+        """Fraction of all tested strings the model got right."""
+        return sum(b.correct for b in self.bins) / max(self.n, 1)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (the ``--json`` output of ``satsim eval``)."""
+        return {
+            "language": self.language,
+            "model": self.model,
+            "attention": self.attention,
+            "task": self.task,
+            "seed": self.seed,
+            "n": self.n,
+            "accuracy": self.accuracy,
+            "bins": [asdict(b) for b in self.bins],
+        }
+
+
+def parse_bins(text: str) -> tuple[tuple[int, int], ...]:
+    """Parse ``"0-16,17-64"`` into ((0, 16), (17, 64))."""
+    bins = []
+    for part in text.split(","):
+        try:
+            low, high = (int(x) for x in part.strip().split("-"))
+        except ValueError:
+            raise SatsimError(f"bad length bin {part!r}; write bins like 0-16,17-64") from None
+        if low < 0 or low > high:
+            raise SatsimError(f"bad length bin {part!r}: need 0 <= min <= max")
+        bins.append((low, high))
+    return tuple(bins)
+
+
+def test_set(
+    language, n: int, min_len: int, max_len: int, seed: int
+) -> tuple[list[str], np.ndarray]:
+    """Half positives, half hard negatives (as far as the bin has them), with oracle labels."""
+    n_pos = n // 2
+    try:
+        positives = language.sample_positive(n_pos, min_len, max_len, seed=seed)
+    except ValueError:
+        positives = []  # no positive has a length in this bin
+    negatives = language.sample_negative(n - len(positives), min_len, max_len, seed=seed + 1)
+    strings = positives + negatives
+    labels = np.array([True] * len(positives) + [False] * len(negatives))
+    return strings, labels
+
+
+def predict(simulator: Simulator, strings: Sequence[str]) -> list:
+    """The model's answer per string: accept/reject, or the list of next-symbol sets."""
+    if simulator.spec.output.task == "recognition":
+        return list(simulator.accepts(strings))
+    return simulator.next_symbols(strings)
+
+
+def count_correct(language, strings: Sequence[str], labels: np.ndarray, predicted: list) -> int:
+    """How many answers match the oracle: the label, or every next-symbol set."""
+    if predicted and isinstance(predicted[0], list):
+        return sum(p == language.next_symbols(s) for p, s in zip(predicted, strings))
+    return int(sum(bool(p) == bool(y) for p, y in zip(predicted, labels)))
+
+
+def evaluate(
+    simulator: Simulator,
+    language,
+    bins: Sequence[tuple[int, int]] = DEFAULT_BINS,
+    n: int = 200,
+    seed: int = 0,
+    on_bin: Callable[[BinResult], None] | None = None,
+) -> EvalReport:
+    """Test ``simulator`` on ``n`` strings per length bin, checked against the language's oracle."""
+    if n < 1:
+        raise SatsimError(f"need at least one string per bin, got n={n}")
+    missing = set(language.alphabet) - set(simulator.spec.alphabet)
+    if missing:
+        raise SatsimError(
+            f"model {simulator.spec.name!r} has alphabet {simulator.spec.alphabet}, which lacks "
+            f"{sorted(missing)} of language {language.name}"
+        )
+    predict(simulator, [language.alphabet[0]])  # compile or load the kernels before timing
+    results = []
+    for index, (low, high) in enumerate(bins):
+        strings, labels = test_set(language, n, low, high, seed + 1000 * index)
+        start = time.perf_counter()
+        predicted = predict(simulator, strings)
+        seconds = time.perf_counter() - start
+        correct = count_correct(language, strings, labels, predicted)
+        tokens = sum(len(s) for s in strings)
+        result = BinResult(
+            min_len=low, max_len=high, n=len(strings), positives=int(labels.sum()),
+            negatives=int((~labels).sum()), correct=correct,
+            accuracy=correct / max(len(strings), 1), tokens=tokens, seconds=seconds,
+            tokens_per_second=tokens / seconds if seconds > 0 else float("inf"),
+        )
+        results.append(result)
+        if on_bin is not None:
+            on_bin(result)
+    spec = simulator.spec
+    return EvalReport(language.name, spec.name, simulator.settings.kind, spec.output.task, seed,
+                      results)
