@@ -154,6 +154,16 @@ def languages_command(as_json) -> None:
     click.echo("* has a built-in construction (satsim eval --lang NAME)")
 
 
+def _add_discovered_commands() -> None:
+    from satsim.commands import discover
+
+    for command in discover():
+        cli.add_command(command)
+
+
+_add_discovered_commands()
+
+
 def main() -> None:
     """Entry point: run the CLI and turn bad input into a one-line message and exit code 2."""
     try:
