@@ -71,7 +71,7 @@ def cli() -> None:
               help="Strings per length bin (half positives, half hard negatives).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
 @click.option("--bins", "bins_text", default=None,
-              help="Length bins like 0-16,17-64 (default: 0-16 up to 1025-4096).")
+              help="Length bins like 0-16,17-64 (default: 0-16 up to 4097-16384).")
 @click.option("--min-len", type=int, default=None, help="One bin from --min-len …")
 @click.option("--max-len", type=int, default=None, help="… to --max-len.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -1,0 +1,22 @@
+"""Kernels are compiled once and loaded from Numba's on-disk cache by later processes."""
+
+import subprocess
+import sys
+
+SCRIPT = """
+from satsim import Simulator, constructions
+from satsim.kernels import attention, layers
+Simulator(constructions.build("dyck1")).accepts(["(()())", ")("])
+for kernel in (attention.attend, layers.affine):
+    stats = kernel.stats
+    print(kernel.__name__, sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+"""
+
+
+def test_second_process_loads_every_kernel_from_the_cache():
+    subprocess.run([sys.executable, "-c", SCRIPT], check=True, capture_output=True)
+    second = subprocess.run([sys.executable, "-c", SCRIPT], check=True, capture_output=True,
+                            text=True)
+    for line in second.stdout.splitlines():
+        name, hits, misses = line.split()
+        assert int(hits) > 0 and int(misses) == 0, line
