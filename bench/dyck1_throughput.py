@@ -21,9 +21,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
 
-    import languages
     import numba
 
+    import languages
     from satsim import Simulator, constructions
 
     numba.set_num_threads(args.threads)
