@@ -13,7 +13,7 @@ import numpy as np
 from satsim.attention import attention
 from satsim.encoding import embed
 from satsim.kernels.layers import affine, layer_norm
-from satsim.reference.forward import AttentionSettings
+from satsim.reference.forward import AttentionSettings, sublayer
 from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
 
 
@@ -92,12 +92,7 @@ def apply_attention(
 
 
 def _sublayer(x: np.ndarray, fn, ln: LayerNormSpec | None, spec: ModelSpec) -> np.ndarray:
-    if spec.norm == "pre":
-        y = fn(apply_layer_norm(x, ln))
-        return x + y if spec.residual else y
-    y = fn(x)
-    y = x + y if spec.residual else y
-    return apply_layer_norm(y, ln) if spec.norm == "post" else y
+    return sublayer(x, fn, ln, spec, normalize=apply_layer_norm)
 
 
 def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -88,14 +88,14 @@ def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettin
     return out if attn.b_O is None else out + attn.b_O
 
 
-def sublayer(x, fn, ln: LayerNormSpec | None, spec: ModelSpec) -> np.ndarray:
+def sublayer(x, fn, ln: LayerNormSpec | None, spec: ModelSpec, normalize=layer_norm) -> np.ndarray:
     """Wrap a sublayer with the spec's residual connection and LayerNorm placement."""
     if spec.norm == "pre":
-        y = fn(layer_norm(x, ln))
+        y = fn(normalize(x, ln))
         return x + y if spec.residual else y
     y = fn(x)
     y = x + y if spec.residual else y
-    return layer_norm(y, ln) if spec.norm == "post" else y
+    return normalize(y, ln) if spec.norm == "post" else y
 
 
 def forward(
