@@ -1,17 +1,32 @@
-"""Hand-built transformers with explicit weights, one module per language."""
+"""Hand-built transformers with explicit weights, one module per idea.
+
+``build(name)`` returns the recogniser; ``build(name, task="next-symbol")`` the next-symbol
+predictor (one logit per symbol and EOS at every position).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from satsim.errors import SatsimError
 from satsim.spec import ModelSpec
 
-from . import dyck1
+from .blocks import build_blocks
+from .dyck import build_shuffle_dyck
+from .simple import build_first, build_majority
 
 _BUILDERS: dict[str, Callable[..., ModelSpec]] = {
-    "dyck1": dyck1.build,
+    "dyck1": partial(build_shuffle_dyck, 1, "dyck1"),
+    "shuffle-dyck2": partial(build_shuffle_dyck, 2, "shuffle-dyck2"),
+    "shuffle-dyck3": partial(build_shuffle_dyck, 3, "shuffle-dyck3"),
+    "anbn": partial(build_blocks, "ab", "anbn"),
+    "anbncn": partial(build_blocks, "abc", "anbncn"),
+    "anbncndn": partial(build_blocks, "abcd", "anbncndn"),
+    "majority": build_majority,
+    "first": build_first,
 }
+TASKS = ("recognition", "next-symbol")
 
 
 def names() -> list[str]:
@@ -19,8 +34,10 @@ def names() -> list[str]:
     return sorted(_BUILDERS)
 
 
-def build(name: str, **options) -> ModelSpec:
+def build(name: str, task: str = "recognition", **options) -> ModelSpec:
     """Build the hand-made transformer for language ``name`` (options go to its builder)."""
     if name not in _BUILDERS:
         raise SatsimError(f"no construction for {name!r}; known: {', '.join(names())}")
-    return _BUILDERS[name](**options)
+    if task not in TASKS:
+        raise SatsimError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    return _BUILDERS[name](task=task, **options)
