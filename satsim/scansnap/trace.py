@@ -1,0 +1,107 @@
+"""One setting traced every iteration: composition, entropies, z of every token, loss."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from satsim.errors import SatsimError
+from satsim.scansnap import measures
+from satsim.scansnap.data import Task
+from satsim.scansnap.saturation import saturation_view
+from satsim.scansnap.snap import DEFAULT_EPSILON, NOT_SNAPPED, snap_point
+
+if TYPE_CHECKING:
+    from satsim.scansnap.train import Runs
+
+
+def parse_setting(text: str) -> tuple[int, float, float]:
+    """Return (K, η_Z, r) from text like '3,1,5'; SatsimError if malformed or not positive."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        k, eta_z, ratio = int(parts[0]), float(parts[1]), float(parts[2])
+    except ValueError:
+        raise SatsimError(f"--trace wants K,ETA_Z,R like 3,1,5; got {text!r}") from None
+    if k < 1 or not (eta_z > 0 and ratio > 0) or not np.isfinite(eta_z * ratio):
+        raise SatsimError(f"--trace wants K >= 1 and positive finite rates; got {text!r}")
+    return k, eta_z, ratio
+
+
+@dataclass
+class TraceResult:
+    """Per-iteration records of one setting over several seeds."""
+
+    runs: Runs
+    """The ``train.Runs`` (one setting) with the Z history."""
+    epsilon: float
+    wall_s: float
+
+    @property
+    def z_slots(self) -> np.ndarray:
+        """Return z of every next token's 20 tokens per seed and iteration, (S, T+1, 2K, 20)."""
+        return measures.token_logits(self.runs.z_history[0], self.runs.task)
+
+    @property
+    def snap(self) -> np.ndarray:
+        """Return the snap point per seed."""
+        return snap_point(self.runs.change[0], self.epsilon)
+
+    def rows(self) -> list[dict]:
+        """Return one dict per iteration, every measure averaged over seeds."""
+        r = self.runs
+        z_mean = self.z_slots.mean(axis=0)
+        out = []
+        for t in range(r.iters + 1):
+            share = float(r.distinct_share[0, :, t].mean())
+            out.append({
+                "t": t, "loss": float(r.loss[0, :, t].mean()),
+                "distinct_share": share, "common_share": 1.0 - share,
+                "entropy_tokens": float(r.slot_entropy[0, :, t].mean()),
+                "entropy_distinct": float(r.distinct_entropy[0, :, t].mean()),
+                "entropy_positions": float(r.position_entropy[0, :, t].mean()),
+                "change": None if t == 0 else float(r.change[0, :, t - 1].mean()),
+                "z": z_mean[t].tolist()})
+        return out
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready report."""
+        r = self.runs
+        setting = r.settings[0]
+        view = saturation_view(r.z, r.task, r.eval_labels, r.eval_counts)
+        return {"K": r.task.n_queries, "eta_z": setting.eta_z, "r": setting.ratio,
+                "eta_y": setting.eta_y, "seeds": len(r.seeds), "iters": r.iters,
+                "epsilon": self.epsilon, "wall_s": self.wall_s,
+                "snap": [None if s == NOT_SNAPPED else int(s) for s in self.snap],
+                "saturation": view.summary(),
+                "z_layout": "z[n][s]: next token n, slots 0-9 common, 10-19 distinct by "
+                            "weight 0.1..1.0; mean over seeds",
+                "iterations": self.rows()}
+
+    def save(self, path: str) -> None:
+        """Write every per-seed array (Z history included) to an .npz file."""
+        r = self.runs
+        np.savez_compressed(path, z_history=r.z_history[0], y=r.y[0], loss=r.loss[0],
+                            distinct_entropy=r.distinct_entropy[0],
+                            distinct_share=r.distinct_share[0], slot_entropy=r.slot_entropy[0],
+                            position_entropy=r.position_entropy[0], change=r.change[0])
+
+
+def run_trace(n_queries: int, eta_z: float, ratio: float, seeds: int = 10, *, iters: int = 100,
+              batch: int = 128, zero_init: bool = False, device: str = "cpu",
+              epsilon: float = DEFAULT_EPSILON,
+              on_step: Callable[[int], None] | None = None) -> TraceResult:
+    """Train one setting for ``seeds`` seeds, keeping Z after every iteration."""
+    from satsim.scansnap.train import Setting, train
+
+    if seeds < 1:
+        raise SatsimError(f"the number of seeds must be at least 1, got {seeds}")
+    start = time.perf_counter()
+    runs = train(Task(n_queries), [Setting(eta_z, ratio)], list(range(seeds)), iters=iters,
+                 batch=batch, zero_init=zero_init, device=device, keep_z=True, on_step=on_step)
+    return TraceResult(runs=runs, epsilon=epsilon, wall_s=time.perf_counter() - start)
