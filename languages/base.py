@@ -39,6 +39,7 @@ class Language(ABC):
     references: tuple[str, ...] = ()
     negative_labels: tuple[str, ...] = ()
     length_note: str = ""  # appended to "no positive strings in range" errors
+    kind: str = ""  # where it sits: "regular", "star-free regular", "counter", ...
 
     def __repr__(self) -> str:
         return f"<Language {self.name!r}>"
@@ -58,16 +59,8 @@ class Language(ABC):
         """Return, for each prefix s[:0] .. s[:len(s)], the symbols (and EOS) that may follow."""
 
     @abstractmethod
-    def generators_for(self, length: int) -> tuple[str, ...]:
-        """Return the labels of the negative generators that can produce ``length``."""
-
-    @abstractmethod
     def _positive(self, length: int, rng: np.random.Generator) -> str:
         """Return a uniformly random string of the language of this (possible) length."""
-
-    @abstractmethod
-    def _negative(self, label: str, length: int, rng: np.random.Generator) -> str:
-        """Return a candidate negative of ``length`` from generator ``label`` (checked later)."""
 
     # ---- shared helpers -----------------------------------------------------------------
 
@@ -75,9 +68,22 @@ class Language(ABC):
         """Return k independent uniform positives of ``length`` (languages may vectorise this)."""
         return [self._positive(length, rng) for _ in range(k)]
 
+    def _positives_for_lengths(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
+        """Return one uniform positive per entry of ``lengths`` (batched by length here)."""
+        out = [""] * len(lengths)
+        for length in np.unique(lengths).tolist():  # batch by length; lengths are already iid
+            where = np.flatnonzero(lengths == length).tolist()
+            for i, s in zip(where, self._positives(length, len(where), rng), strict=True):
+                out[i] = s
+        return out
+
     def has_positive(self, length: int) -> bool:
         """Return True iff the language has at least one string of ``length``."""
         return self.count(length) > 0
+
+    def is_full(self, length: int) -> bool:
+        """Return True iff every string of ``length`` over the alphabet is in the language."""
+        return self.count(length) == len(self.alphabet) ** length
 
     def has_negative(self, length: int) -> bool:
         """Return True iff some negative generator can produce ``length``."""
@@ -87,6 +93,10 @@ class Language(ABC):
         """Return per-string statistics worth reporting (length; languages add e.g. depth)."""
         self.encode(s)
         return {"length": len(s)}
+
+    def with_max_depth(self, max_depth: int) -> Language:
+        """Return the sublanguage of nesting depth <= max_depth (only for nested languages)."""
+        raise LanguageError(f"{self.name} has no nesting depth to bound")
 
     def encode(self, s: str) -> np.ndarray:
         """Return the alphabet indices (int8) of ``s``; ValueError names the first bad symbol."""
@@ -104,6 +114,17 @@ class Language(ABC):
                 f"{self.alphabet}"
             )
         return ids
+
+    def decode(self, ids: np.ndarray) -> str:
+        """Return the string whose alphabet indices are ``ids`` (the inverse of ``encode``)."""
+        points = np.array([ord(a) for a in self.alphabet], dtype=np.uint32)
+        return points[np.asarray(ids, dtype=np.int64)].tobytes().decode("utf-32-le")
+
+    def _decode_rows(self, ids: np.ndarray) -> list[str]:
+        """Return one string per row of a (k, length) index matrix."""
+        k, length = ids.shape
+        text = self.decode(ids.reshape(-1))
+        return [text[i * length : (i + 1) * length] for i in range(k)]
 
     def _draw_lengths(
         self,
@@ -128,6 +149,134 @@ class Language(ABC):
             )
         return [int(L) for L in rng.choice(lengths, size=n)] if n else []
 
+    # ---- negative generators ------------------------------------------------------------
+    # A generator "g" is either generic ("replace", "insert", "delete": one edit of a uniform
+    # positive; "random": a uniform string) or language-specific: a method _negs_g (batch) or
+    # _neg_g (one string) with _can_g(length) saying whether it can produce that length.
+    # Every candidate is checked by the oracle before it is returned.
+
+    def generators_for(self, length: int) -> tuple[str, ...]:
+        """Return the labels of the negative generators that can produce ``length``."""
+        return tuple(g for g in self.negative_labels if self._can(g, length))
+
+    def _can(self, label: str, length: int) -> bool:
+        """Return True iff generator ``label`` can produce a negative of ``length``."""
+        special = getattr(self, "_can_" + label.replace("-", "_"), None)
+        if special is not None:
+            return bool(special(length))
+        if label not in GENERIC:
+            raise LanguageError(f"{self.name} has no rule for negative generator {label!r}")
+        if self.is_full(length):
+            return False
+        if label == "random":
+            return True
+        if label == "replace":
+            return len(self.alphabet) > 1 and self.has_positive(length)
+        if label == "insert":
+            return length >= 1 and self.has_positive(length - 1)
+        return self.has_positive(length + 1)  # delete
+
+    def _negative(self, label: str, length: int, rng: np.random.Generator) -> str:
+        """Return a candidate negative of ``length`` from generator ``label`` (checked later)."""
+        return getattr(self, "_neg_" + label.replace("-", "_"))(length, rng)
+
+    def _negatives(
+        self, label: str, lengths: np.ndarray, rng: np.random.Generator
+    ) -> list[str | None]:
+        """Return one candidate of generator ``label`` per length (None: none this time)."""
+        key = label.replace("-", "_")
+        batch = getattr(self, "_negs_" + key, None)
+        if batch is not None:
+            return batch(lengths, rng)
+        if hasattr(self, "_neg_" + key) or label not in GENERIC:
+            return [self._negative(label, length, rng) for length in lengths.tolist()]
+        if label == "random":
+            return self._random_strings(lengths, rng)
+        return [bad for _, bad in self._edit_pairs(label, lengths, rng)]
+
+    def _random_strings(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
+        """Return one uniform string over the alphabet per length."""
+        ids = rng.integers(len(self.alphabet), size=int(np.sum(lengths)), dtype=np.int64)
+        text = self.decode(ids)
+        ends = np.cumsum(lengths).tolist()
+        return [text[end - length : end] for end, length in zip(ends, lengths.tolist())]
+
+    def _edit_pairs(
+        self, kind: str, lengths: np.ndarray, rng: np.random.Generator
+    ) -> list[tuple[str, str | None]]:
+        """Return per length a (uniform positive, the same with one random edit) pair.
+
+        ``kind`` is "replace" (a symbol by a different one), "insert" or "delete"; the edited
+        string has the given length. Languages with an exact way to find the edits that leave
+        the language override this.
+        """
+        size = len(self.alphabet)
+        source_lengths = lengths + {"replace": 0, "insert": -1, "delete": 1}[kind]
+        sources = self._positives_for_lengths(source_lengths, rng)
+        where = (rng.random(len(lengths)) * (source_lengths + (kind == "insert"))).astype(int)
+        shift = rng.integers(1 if kind == "replace" else 0, size, size=len(lengths)).tolist()
+        pairs = []
+        for w, i, x in zip(sources, where.tolist(), shift):
+            if kind == "replace":
+                bad = w[:i] + self.alphabet[(self.alphabet.index(w[i]) + x) % size] + w[i + 1 :]
+            elif kind == "insert":
+                bad = w[:i] + self.alphabet[x] + w[i:]
+            else:
+                bad = w[:i] + w[i + 1 :]
+            pairs.append((w, bad))
+        return pairs
+
+    def _verified(
+        self,
+        lengths: np.ndarray,
+        make: Callable[[np.ndarray], list],
+        candidate: Callable[[object], str | None],
+        what: str,
+    ) -> list:
+        """Draw items with make(lengths) until each one's candidate string is a negative.
+
+        Items whose candidate is None or in the language are drawn again (with their lengths),
+        several copies at a time once failures are common.
+        """
+        out: list = [None] * len(lengths)
+        todo = np.arange(len(lengths))
+        copies = rounds = 0
+        while todo.size:
+            rounds += 1
+            if rounds > MAX_TRIES:
+                raise RuntimeError(f"{what} of {self.name}: no negative in {MAX_TRIES} rounds")
+            copies = 1 if rounds == 1 else min(32, 2 * copies)
+            ask = np.repeat(todo, copies)
+            items = make(lengths[ask])
+            done = set()
+            for i, item in zip(ask.tolist(), items):
+                s = candidate(item)
+                if s is not None and len(s) != lengths[i]:
+                    raise RuntimeError(f"{what} of {self.name} gave a wrong length")
+                if i not in done and s is not None and not self.contains(s):
+                    out[i] = item
+                    done.add(i)
+            todo = np.array([i for i in todo.tolist() if i not in done], dtype=np.int64)
+        return out
+
+    def _draw_labelled(
+        self,
+        n: int,
+        min_len: int,
+        max_len: int,
+        usable: Callable[[int], tuple[str, ...]],
+        kind: str,
+        rng: np.random.Generator,
+    ) -> tuple[np.ndarray, list[str]]:
+        """Return n lengths (uniform over lengths with some usable label) and a label for each."""
+        lengths = self._draw_lengths(n, min_len, max_len, lambda L: bool(usable(L)), kind, rng)
+        picks = rng.random(len(lengths)).tolist()
+        labels = []
+        for length, u in zip(lengths, picks):
+            gens = usable(length)
+            labels.append(gens[int(u * len(gens))])
+        return np.array(lengths, dtype=np.int64), labels
+
     # ---- public samplers ----------------------------------------------------------------
 
     def sample_positive(self, n: int, min_len: int, max_len: int, seed: SeedLike = 0) -> list[str]:
@@ -136,12 +285,20 @@ class Language(ABC):
         lengths = np.array(
             self._draw_lengths(n, min_len, max_len, self.has_positive, "positive", rng), dtype=int
         )
-        out = [""] * n
-        for length in np.unique(lengths).tolist():  # batch by length; lengths are already iid
-            where = np.flatnonzero(lengths == length).tolist()
-            for i, s in zip(where, self._positives(length, len(where), rng), strict=True):
-                out[i] = s
-        return out
+        return self._positives_for_lengths(lengths, rng) if n else []
+
+    def _label_pool(self, labels: Sequence[str] | None) -> set[str]:
+        """Return the allowed generator labels, or raise if ``labels`` names unknown ones."""
+        if labels is None:
+            return set(self.negative_labels)
+        allowed = {labels} if isinstance(labels, str) else set(labels)
+        unknown = sorted(allowed - set(self.negative_labels))
+        if unknown or not allowed:
+            raise LanguageError(
+                f"unknown negative generator(s) {unknown} for {self.name}; "
+                f"known: {', '.join(self.negative_labels)}"
+            )
+        return allowed
 
     def sample_negative_labelled(
         self,
@@ -152,30 +309,32 @@ class Language(ABC):
         *,
         labels: Sequence[str] | None = None,
     ) -> list[tuple[str, str]]:
-        """Return n oracle-checked (negative, generator label) pairs; ``labels`` restricts them."""
-        if labels is None:
-            allowed = set(self.negative_labels)
-        else:
-            allowed = {labels} if isinstance(labels, str) else set(labels)
-            unknown = sorted(allowed - set(self.negative_labels))
-            if unknown or not allowed:
-                raise LanguageError(
-                    f"unknown negative generator(s) {unknown} for {self.name}; "
-                    f"known: {', '.join(self.negative_labels)}"
-                )
+        """Return n oracle-checked (negative, generator label) pairs; ``labels`` restricts them.
+
+        The length is uniform over the lengths in range that some allowed generator can produce,
+        then the generator uniform over those that can produce it.
+        """
+        allowed = self._label_pool(labels)
+        usable_at: dict[int, tuple[str, ...]] = {}
 
         def usable(length: int) -> tuple[str, ...]:
-            return tuple(g for g in self.generators_for(length) if g in allowed)
+            if length not in usable_at:
+                usable_at[length] = tuple(g for g in self.generators_for(length) if g in allowed)
+            return usable_at[length]
 
         rng = np.random.default_rng(seed)
-        lengths = self._draw_lengths(
-            n, min_len, max_len, lambda L: bool(usable(L)), "negative", rng
-        )
-        out = []
-        for length in lengths:
-            gens = usable(length)
-            label = gens[int(rng.integers(len(gens)))]
-            out.append((self._verified_negative(label, length, rng), label))
+        lengths, labels = self._draw_labelled(n, min_len, max_len, usable, "negative", rng)
+        out: list[tuple[str, str]] = [("", "")] * len(labels)
+        for label in sorted(set(labels)):
+            where = np.array([i for i, g in enumerate(labels) if g == label], dtype=np.int64)
+            found = self._verified(
+                lengths[where],
+                lambda ls, g=label: self._negatives(g, ls, rng),
+                lambda s: s,
+                f"negative generator {label!r}",
+            )
+            for i, s in zip(where.tolist(), found):
+                out[i] = (s, label)
         return out
 
     def sample_negative(
@@ -191,15 +350,37 @@ class Language(ABC):
         pairs = self.sample_negative_labelled(n, min_len, max_len, seed, labels=labels)
         return [s for s, _ in pairs]
 
-    def _verified_negative(self, label: str, length: int, rng: np.random.Generator) -> str:
-        """Run generator ``label`` until it yields a string the oracle rejects."""
-        for _ in range(MAX_TRIES):
-            s = self._negative(label, length, rng)
-            if len(s) != length:
-                raise RuntimeError(f"generator {label!r} of {self.name} gave length {len(s)}")
-            if not self.contains(s):
-                return s
-        raise RuntimeError(
-            f"negative generator {label!r} of {self.name} produced no negative of length "
-            f"{length} in {MAX_TRIES} tries"
-        )
+    def sample_boundary_pairs(
+        self, n: int, min_len: int, max_len: int, seed: SeedLike = 0
+    ) -> list[tuple[str, str, str]]:
+        """Return n (positive, negative, edit) triples one edit apart, both lengths in range.
+
+        The negative's length is uniform over the lengths where some edit ("replace", "insert",
+        "delete") of a positive in range leaves the language, then the edit uniform among those.
+        """
+        lo, hi = check_count(min_len, "min_len"), check_count(max_len, "max_len")
+
+        def usable(length: int) -> tuple[str, ...]:
+            shift = {"replace": 0, "insert": -1, "delete": 1}
+            return tuple(
+                g for g in EDITS if lo <= length + shift[g] <= hi and self._can(g, length)
+            )
+
+        rng = np.random.default_rng(seed)
+        lengths, kinds = self._draw_labelled(n, lo, hi, usable, "boundary-pair", rng)
+        out: list[tuple[str, str, str]] = [("", "", "")] * len(kinds)
+        for kind in sorted(set(kinds)):
+            where = np.array([i for i, g in enumerate(kinds) if g == kind], dtype=np.int64)
+            found = self._verified(
+                lengths[where],
+                lambda ls, g=kind: self._edit_pairs(g, ls, rng),
+                lambda pair: pair[1],
+                f"boundary pairs by {kind!r}",
+            )
+            for i, (good, bad) in zip(where.tolist(), found):
+                out[i] = (good, bad, kind)
+        return out
+
+
+EDITS = ("replace", "insert", "delete")
+GENERIC = (*EDITS, "random")

@@ -25,8 +25,8 @@ def _shuffled_steps(n_open: int, n_close: int, rng: np.random.Generator) -> np.n
     return rng.permutation(steps)
 
 
-def _uniform_dycks(length: int, k: int, rng: np.random.Generator) -> list[str]:
-    """Return k independent uniform Dyck words of even ``length`` (cycle lemma, no big integers)."""
+def uniform_dyck_steps(length: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Return k independent uniform Dyck words of even ``length`` as +1/-1 rows (cycle lemma)."""
     # Cycle lemma. Let x be a uniformly random arrangement of m "(" (+1) and m+1 ")" (-1), with
     # prefix sums S_0 = 0, S_k = x_1 + ... + x_k, S_{2m+1} = -1. Let k* be the FIRST index where
     # S attains its minimum (k* >= 1, since S_{2m+1} = -1 < S_0). The rotation starting after k*,
@@ -42,7 +42,7 @@ def _uniform_dycks(length: int, k: int, rng: np.random.Generator) -> list[str]:
     # back to w. So every Dyck word of length 2m has exactly 2m+1 preimages among the C(2m+1, m)
     # equally likely arrangements: the output is exactly uniform (Catalan(m) = C(2m+1, m)/(2m+1)).
     m = length // 2
-    out: list[str] = []
+    chunks = [np.zeros((0, 2 * m), dtype=np.int8)]
     rows = max(1, (1 << 20) // (length + 1))  # vectorise over rows, about 1M cells per chunk
     for start in range(0, k, rows):
         r = min(rows, k - start)
@@ -50,10 +50,17 @@ def _uniform_dycks(length: int, k: int, rng: np.random.Generator) -> list[str]:
         x[:, :m] = 1
         x = rng.permuted(x, axis=1)  # each row an independent uniform arrangement
         k_star = np.argmin(np.cumsum(x, axis=1, dtype=np.int64), axis=1) + 1  # first minimum
-        y = np.take_along_axis(x, (k_star[:, None] + np.arange(2 * m)) % (2 * m + 1), axis=1)
-        text = _to_str(y)  # row-major: row i is text[i * 2m : (i + 1) * 2m]; y drops the last ")"
-        out.extend(text[i * 2 * m : (i + 1) * 2 * m] for i in range(r))
-    return out
+        chunks.append(
+            np.take_along_axis(x, (k_star[:, None] + np.arange(2 * m)) % (2 * m + 1), axis=1)
+        )
+    return np.concatenate(chunks)
+
+
+def _uniform_dycks(length: int, k: int, rng: np.random.Generator) -> list[str]:
+    """Return k independent uniform Dyck words of even ``length`` (cycle lemma, no big integers)."""
+    y = uniform_dyck_steps(length, k, rng)
+    text = _to_str(y.reshape(-1))  # row-major: row i is text[i * length : (i + 1) * length]
+    return [text[i * length : (i + 1) * length] for i in range(k)]
 
 
 def _uniform_dyck(length: int, rng: np.random.Generator) -> str:
@@ -75,6 +82,14 @@ class Dyck1(Language):
     )
     negative_labels = ("flip", "insert", "delete", "dip-once", "wrong-order", "random")
     length_note = "dyck1 strings have even length"
+    kind = "deterministic context-free"
+    pairs = ("()",)
+
+    def with_max_depth(self, max_depth: int) -> Language:
+        """Return Dyck-1 words of nesting depth <= max_depth (the language dyck-1-M)."""
+        from languages.dyck import Dyck
+
+        return Dyck(1, check_count(max_depth, "max_depth"))
 
     # ---- oracle, depth, next symbols, counts --------------------------------------------
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TypeVar
 
 from languages.base import EOS, Language, LanguageError
 
 _LANGUAGES: dict[str, Language] = {}
+_FAMILIES: list[tuple[re.Pattern, Callable[..., Language], str]] = []
+_BUILT: dict[str, Language] = {}
 
 T = TypeVar("T", bound="Language | type[Language]")
 
@@ -42,6 +46,14 @@ def register(lang: T) -> T:
     return lang
 
 
+def register_family(pattern: str, factory: Callable[..., Language], shape: str) -> None:
+    """Let ``get`` build languages whose name fully matches ``pattern`` (int groups to factory).
+
+    ``shape`` describes the names for error messages, e.g. "dyck-K-M".
+    """
+    _FAMILIES.append((re.compile(pattern), factory, shape))
+
+
 def names() -> list[str]:
     """Return the sorted names of the registered languages."""
     return sorted(_LANGUAGES)
@@ -49,7 +61,17 @@ def names() -> list[str]:
 
 def get(name: str) -> Language:
     """Return the language called ``name``; ValueError lists the known names otherwise."""
-    try:
+    if isinstance(name, str) and name in _LANGUAGES:
         return _LANGUAGES[name]
-    except (KeyError, TypeError):
-        raise LanguageError(f"unknown language {name!r}; known: {', '.join(names())}") from None
+    if isinstance(name, str) and name in _BUILT:
+        return _BUILT[name]
+    for pattern, factory, _ in _FAMILIES:
+        match = pattern.fullmatch(name) if isinstance(name, str) else None
+        if match:
+            lang = factory(*(int(g) for g in match.groups()))
+            if lang.name != name:  # e.g. a leading zero: "dyck-2-03"
+                break
+            _BUILT[name] = lang
+            return lang
+    families = "".join(f"; or {shape}" for _, _, shape in _FAMILIES)
+    raise LanguageError(f"unknown language {name!r}; known: {', '.join(names())}{families}")

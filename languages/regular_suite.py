@@ -1,0 +1,90 @@
+"""Small regular languages of the transformer literature, each a DFA.
+
+Parity, (aa)*, (abab)*, D_n, first and even pairs; those that count modulo a number are not
+star-free.
+"""
+
+from __future__ import annotations
+
+from languages.references import BHATTAMISHRA, BUTOI_FLARE, CHIANG, DELETANG, HAHN
+from languages.registry import register
+from languages.regular import RegularLanguage, dfa_graph
+
+
+def _parity(name: str, odd: int, what: str) -> RegularLanguage:
+    """Binary strings whose number of 1s has parity ``odd``."""
+    return RegularLanguage(
+        name,
+        dfa_graph("01", 0, lambda q, a: q ^ (a == "1"), lambda q: q == odd),
+        f"binary strings with {what} number of 1s",
+        (HAHN, BHATTAMISHRA, CHIANG, DELETANG),
+        "regular",
+    )
+
+
+def _cycle(name: str, word: str, alphabet: str, refs: tuple[str, ...]) -> RegularLanguage:
+    """Strings of the form word* (a cycle of len(word) states, 0 accepting)."""
+    n = len(word)
+    return RegularLanguage(
+        name,
+        dfa_graph(
+            alphabet, 0, lambda q, a: (q + 1) % n if a == word[q] else None, lambda q: q == 0
+        ),
+        f"({word})*: zero or more repetitions of {word}",
+        refs,
+        "regular (not star-free)",
+    )
+
+
+def _d(n: int) -> RegularLanguage:
+    """D_n = (a D_{n-1} b)*: Dyck-1 over a/b with depth at most n."""
+    return RegularLanguage(
+        f"d{n}",
+        dfa_graph(
+            "ab",
+            0,
+            lambda q, x: (q + 1 if q < n else None) if x == "a" else (q - 1 if q > 0 else None),
+            lambda q: q == 0,
+        ),
+        f"D_{n} = (a D_{n - 1} b)*, D_0 = empty: balanced a/b strings of depth at most {n}",
+        (BHATTAMISHRA,),
+        f"star-free regular (dot-depth {n})",
+    )
+
+
+def _first_step(q: str, a: str) -> str | None:
+    """Start reads the first symbol: 1 accepts forever, 0 dies."""
+    if q == "start":
+        return "yes" if a == "1" else None
+    return "yes"
+
+
+def _even_pairs_step(q: tuple[str, str] | str, a: str) -> tuple[str, str]:
+    """Remember the first and the last symbol."""
+    return (a, a) if q == "start" else (q[0], a)
+
+
+for language in (
+    _parity("parity-even", 0, "an even"),
+    _parity("parity-odd", 1, "an odd"),
+    _cycle("aa-star", "aa", "a", (BHATTAMISHRA,)),
+    _cycle("abab-star", "abab", "ab", (BHATTAMISHRA,)),
+    _d(2),
+    _d(3),
+    _d(4),
+    RegularLanguage(
+        "first",
+        dfa_graph("01", "start", _first_step, lambda q: q == "yes"),
+        "binary strings whose first symbol is 1",
+        (CHIANG, BUTOI_FLARE),
+        "star-free regular",
+    ),
+    RegularLanguage(
+        "even-pairs",
+        dfa_graph("ab", "start", _even_pairs_step, lambda q: q == "start" or q[0] == q[1]),
+        "strings over {a, b} with an even number of ab and ba factors (first symbol = last)",
+        (DELETANG, BUTOI_FLARE),
+        "star-free regular",
+    ),
+):
+    register(language)

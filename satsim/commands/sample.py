@@ -1,0 +1,70 @@
+"""``satsim sample``: datasets of a language as JSON lines or plain text."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+PROGRESS_FROM = 5000  # show a progress bar (on stderr) from this many records on
+
+
+def _plain(row: dict) -> str:
+    """Return a record as one tab-separated line (split first when there are splits)."""
+    if "input" in row:
+        fields = [row["input"], row["output"]]
+    elif "next" in row:
+        fields = [row["string"], " ".join("".join(map(str, hot)) for hot in row["next"])]
+    else:
+        fields = [row["string"], "1" if row["label"] else "0", row["source"]]
+    return "\t".join(([row["split"]] if row["split"] != "sample" else []) + fields)
+
+
+@click.command("sample")
+@click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`).")
+@click.option("-n", "n", type=int, default=100, show_default=True,
+              help="Records (with --split: the training split; other splits are shares of it).")
+@click.option("--min-len", type=int, default=0, show_default=True, help="Shortest length.")
+@click.option("--max-len", type=int, default=40, show_default=True, help="Longest length.")
+@click.option("--split", "preset", default=None,
+              help="Split preset: bhattamishra, deletang, flare or satsim (ignores the lengths).")
+@click.option("--task", default="recognition", show_default=True,
+              help="recognition, next-symbol or transduction.")
+@click.option("--negatives", default=None,
+              help="mixed (half negatives, all generators; default for recognition), none, "
+                   "boundary (pairs one edit apart) or one generator's label.")
+@click.option("--sampler", default="uniform", show_default=True,
+              help="uniform (exact), or pcfg: the critical PCFG of older suites (brackets only).")
+@click.option("--max-depth", type=int, default=None,
+              help="Use the sublanguage of nesting depth <= this (bracket and counter languages).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same bytes.")
+@click.option("--json", "as_json", is_flag=True, help="Write JSON lines (one record per line).")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="Write to this file instead of standard output.")
+@click.option("--list-negatives", is_flag=True, help="List the language's negative generators.")
+def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, max_depth, seed,
+            as_json, out_path, list_negatives) -> None:
+    """Sample a dataset of a language: uniform positives, oracle-checked labelled negatives."""
+    import languages
+    from languages import datasets
+
+    language = languages.get(lang_name)
+    if max_depth is not None:
+        language = language.with_max_depth(max_depth)
+    if list_negatives:
+        click.echo("\n".join(language.negative_labels))
+        return
+    splits = datasets.splits_for(preset, min_len, max_len)
+    datasets.check_options(language, task, datasets.negatives_for(task, negatives), sampler)
+    total = sum(split.size(n) for split in splits)
+    handle = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
+    try:
+        with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
+                               hidden=total < PROGRESS_FROM) as bar:
+            for row in datasets.build(language, n, preset=preset, min_len=min_len,
+                                      max_len=max_len, task=task, negatives=negatives,
+                                      sampler=sampler, seed=seed, progress=bar.update):
+                handle.write((datasets.dumps(row) if as_json else _plain(row)) + "\n")
+    finally:
+        if out_path:
+            handle.close()
