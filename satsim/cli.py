@@ -7,56 +7,8 @@ import sys
 
 import click
 
+from satsim.commands.options import get_language, simulator_from_options, with_model_options
 from satsim.errors import SatsimError
-from satsim.reference.forward import ATTENTION_KINDS
-
-
-def _load_model(lang_name: str, model_path: str | None):
-    """The saved model at ``model_path``, or the language's hand-built construction."""
-    from satsim import constructions
-    from satsim.spec import ModelSpec
-
-    if model_path is not None:
-        return ModelSpec.load(model_path)
-    if lang_name not in constructions.names():
-        raise SatsimError(
-            f"language {lang_name!r} has no built-in construction "
-            f"(built in: {', '.join(constructions.names())}); pass --model PATH"
-        )
-    return constructions.build(lang_name)
-
-
-def _simulator(lang_name: str, model_path: str | None, attention: str, beta: float,
-               atol: float | None, rtol: float | None):
-    from satsim.simulator import Simulator
-
-    return Simulator(_load_model(lang_name, model_path), attention, beta=beta, atol=atol, rtol=rtol)
-
-
-def _language(name: str):
-    import languages
-
-    return languages.get(name)
-
-
-model_options = [
-    click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
-    click.option("--model", "model_path", type=click.Path(dir_okay=False),
-                 help="A saved model spec (.safetensors); default: the language's construction."),
-    click.option("--attention", type=click.Choice(ATTENTION_KINDS), default="saturated",
-                 show_default=True, help="How every head attends."),
-    click.option("--beta", type=float, default=1.0, show_default=True,
-                 help="Inverse temperature for --attention softmax."),
-    click.option("--atol", type=float, default=None, help="Absolute tie tolerance."),
-    click.option("--rtol", type=float, default=None, help="Relative tie tolerance."),
-]
-
-
-def with_model_options(fn):
-    """Attach the options that choose a language, a model and an attention kind."""
-    for option in reversed(model_options):
-        fn = option(fn)
-    return fn
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,18 +27,18 @@ def cli() -> None:
 @click.option("--min-len", type=int, default=None, help="One bin from --min-len …")
 @click.option("--max-len", type=int, default=None, help="… to --max-len.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def eval_command(lang_name, model_path, attention, beta, atol, rtol, n, seed, bins_text,
+def eval_command(lang_name, model_path, task, attention, beta, atol, rtol, n, seed, bins_text,
                  min_len, max_len, as_json) -> None:
     """Test a model against the language's oracle, per length bin."""
     from satsim.evaluation import DEFAULT_BINS, evaluate, parse_bins
 
-    language = _language(lang_name)
+    language = get_language(lang_name)
     if bins_text and (min_len is not None or max_len is not None):
         raise SatsimError("give either --bins or --min-len/--max-len, not both")
     if min_len is not None or max_len is not None:
         bins_text = f"{0 if min_len is None else min_len}-{64 if max_len is None else max_len}"
     bins = parse_bins(bins_text) if bins_text else DEFAULT_BINS
-    simulator = _simulator(lang_name, model_path, attention, beta, atol, rtol)
+    simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
 
     def show(result) -> None:
         if not as_json:
@@ -109,28 +61,37 @@ def eval_command(lang_name, model_path, attention, beta, atol, rtol, n, seed, bi
 @with_model_options
 @click.argument("strings", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per string.")
-def run_command(lang_name, model_path, attention, beta, atol, rtol, strings, as_json) -> None:
+def run_command(lang_name, model_path, task, attention, beta, atol, rtol, strings,
+                as_json) -> None:
     """Run the model on STRINGS (or one string per line of standard input) beside the oracle."""
-    language = _language(lang_name)
+    language = get_language(lang_name)
     if not strings:
         if sys.stdin.isatty():
             raise SatsimError("give STRINGS, or pipe one string per line into standard input")
         strings = tuple(line.rstrip("\n") for line in sys.stdin)
     for string in strings:
         language.contains(string)  # symbols outside the alphabet stop here, with a message
-    simulator = _simulator(lang_name, model_path, attention, beta, atol, rtol)
-    accepted = simulator.accepts(list(strings))
-    for string, verdict in zip(strings, accepted):
-        truth = language.contains(string)
-        shown = string if len(string) <= 60 else f"{string[:28]}…{string[-28:]} ({len(string)})"
-        if as_json:
-            click.echo(json.dumps({"string": string if len(string) <= 1000 else None,
-                                   "length": len(string), "accepted": bool(verdict),
-                                   "in_language": truth, "correct": bool(verdict) == truth}))
+    simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    from satsim.evaluation import predict
+
+    for string, answer in zip(strings, predict(simulator, list(strings))):
+        if isinstance(answer, list):
+            truth = language.next_symbols(string)
+            verdict = "sets" if answer == truth else "sets!"
         else:
-            mark = "ok" if bool(verdict) == truth else "WRONG"
-            click.echo(f"{'accept' if verdict else 'reject':<7} oracle "
-                       f"{'in ' if truth else 'out'}  {mark:<5} {shown!r}")
+            truth = language.contains(string)
+            verdict = "accept" if answer else "reject"
+        correct = answer == truth
+        if as_json:
+            shown_answer = [sorted(a) for a in answer] if isinstance(answer, list) else bool(answer)
+            click.echo(json.dumps({"string": string if len(string) <= 1000 else None,
+                                   "length": len(string), "answer": shown_answer,
+                                   "in_language": language.contains(string),
+                                   "correct": bool(correct)}))
+        else:
+            shown = string if len(string) <= 60 else f"{string[:28]}…{string[-28:]} ({len(string)})"
+            member = "in " if language.contains(string) else "out"
+            click.echo(f"{verdict:<7} oracle {member}  {'ok' if correct else 'WRONG':<5} {shown!r}")
 
 
 @cli.command("languages")

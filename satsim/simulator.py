@@ -29,18 +29,24 @@ class HeadTrace:
 
 @dataclass(frozen=True)
 class Trace:
-    """Every residual and every head of one string's forward pass."""
+    """Every residual and every head of one string's forward pass.
+
+    ``layers`` has one entry per block (None for a block without attention); ``residuals`` has
+    the input and the stream after every sublayer.
+    """
 
     string: str
     tokens: tuple[str, ...]
     residuals: list[np.ndarray]
-    layers: list[HeadTrace]
+    layers: list[HeadTrace | None]
     logits: np.ndarray
     settings: AttentionSettings
 
     def tie_set(self, layer: int, head: int, query: int) -> np.ndarray:
         """Positions in the tie set of ``query`` at (``layer``, ``head``), recomputed exactly."""
         trace = self.layers[layer]
+        if trace is None:
+            raise SatsimError(f"block {layer} has no attention")
         q = trace.queries[head][query : query + 1]
         keys = trace.keys[head]
         if trace.causal:
@@ -140,18 +146,29 @@ class Simulator:
 
     def trace(self, string: str) -> Trace:
         """Run one string and keep every residual, every head's queries, keys, outputs and ties."""
-        [(run, row, length)] = self._run([string], trace=True)
-        tokens = tuple(self.spec.vocab[i] for i in encode(self.spec, string))
-        layers = [
-            HeadTrace(
-                queries=layer.queries[row, :, :length],
-                keys=layer.keys[row, :, :length],
-                outputs=layer.head_outputs[row, :, :length],
-                tie_size=layer.tie_size[row, :, :length],
-                tie_gap=layer.tie_gap[row, :, :length],
-                causal=attn.causal,
-            )
-            for layer, attn in zip(run.layers, (b.attn for b in self.spec.blocks if b.attn))
-        ]
-        residuals = [r[row, :length] for r in run.residuals]
-        return Trace(string, tokens, residuals, layers, run.logits[row, :length], self.settings)
+        return self.traces([string])[0]
+
+    def traces(self, strings: Sequence[str]) -> list[Trace]:
+        """Run strings and keep, for each, every residual and every head's work."""
+        out = []
+        for string, (run, row, length) in zip(strings, self._run(strings, trace=True)):
+            tokens = tuple(self.spec.vocab[i] for i in encode(self.spec, string))
+            computed = iter(run.layers)
+            layers: list[HeadTrace | None] = []
+            for block in self.spec.blocks:
+                if block.attn is None:
+                    layers.append(None)
+                    continue
+                layer = next(computed)
+                layers.append(HeadTrace(
+                    queries=layer.queries[row, :, :length],
+                    keys=layer.keys[row, :, :length],
+                    outputs=layer.head_outputs[row, :, :length],
+                    tie_size=layer.tie_size[row, :, :length],
+                    tie_gap=layer.tie_gap[row, :, :length],
+                    causal=block.attn.causal,
+                ))
+            residuals = [r[row, :length] for r in run.residuals]
+            logits = run.logits[row, :length]
+            out.append(Trace(string, tokens, residuals, layers, logits, self.settings))
+        return out

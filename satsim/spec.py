@@ -225,9 +225,11 @@ class ModelSpec:
     eos: str | None = None
     name: str = "model"
     description: str = ""
+    dim_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vocab", tuple(self.vocab))
+        object.__setattr__(self, "dim_names", tuple(self.dim_names))
         object.__setattr__(self, "blocks", tuple(self.blocks))
         _freeze_fields(self, "embed.")
         if self.output is None:
@@ -257,6 +259,8 @@ class ModelSpec:
 
     def _check_dims(self) -> None:
         d = self.d_model
+        if self.dim_names and len(self.dim_names) != d:
+            raise SpecError(f"dim_names has {len(self.dim_names)} names for d_model {d}")
         pos = self.positional
         if pos.W_pos is not None and (pos.W_pos.ndim != 2 or pos.W_pos.shape[1] != d):
             raise SpecError(f"pos_embed.W_pos has shape {pos.W_pos.shape}; expected (n_ctx, {d})")
@@ -293,6 +297,10 @@ class ModelSpec:
     def d_model(self) -> int:
         """Width of the residual stream."""
         return self.W_E.shape[1]
+
+    def dim_name(self, index: int) -> str:
+        """The name of residual dimension ``index`` (``d{index}`` when the spec has none)."""
+        return self.dim_names[index] if self.dim_names else f"d{index}"
 
     @property
     def dtype(self) -> np.dtype:

@@ -44,6 +44,7 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
         "version": VERSION,
         "name": spec.name,
         "description": spec.description,
+        "dim_names": list(spec.dim_names),
         "vocab": list(spec.vocab),
         "bos": spec.bos,
         "eos": spec.eos,
@@ -174,6 +175,7 @@ def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> M
         eos=config["eos"],
         name=config["name"],
         description=config.get("description", ""),
+        dim_names=tuple(config.get("dim_names", ())),
     )
 
 

@@ -55,7 +55,7 @@ def test_eval_of_a_saved_model_with_other_attention(tmp_path):
 def test_run_reads_strings_from_arguments_and_stdin():
     result = satsim("run", "--lang", "dyck1", "(())", "())(", "--json")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [r["accepted"] for r in rows] == [True, False]
+    assert [r["answer"] for r in rows] == [True, False]
     assert all(r["correct"] for r in rows)
     piped = satsim("run", "--lang", "dyck1", stdin="()\n)(\n\n")
     assert piped.returncode == 0
@@ -64,8 +64,9 @@ def test_run_reads_strings_from_arguments_and_stdin():
 
 def test_languages_lists_dyck1():
     result = satsim("languages", "--json")
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
     assert {"name": "dyck1", "alphabet": ["(", ")"], "construction": True}.items() <= \
-        json.loads(result.stdout)[0].items()
+        rows["dyck1"].items()
 
 
 def bad_inputs(tmp_path):

@@ -14,6 +14,7 @@ from satsim.spec import ModelSpec
 
 from .blocks import build_blocks
 from .dyck import build_shuffle_dyck
+from .reset_dyck import build_reset_dyck1
 from .simple import build_first, build_majority
 
 _BUILDERS: dict[str, Callable[..., ModelSpec]] = {
@@ -25,6 +26,7 @@ _BUILDERS: dict[str, Callable[..., ModelSpec]] = {
     "anbncndn": partial(build_blocks, "abcd", "anbncndn"),
     "majority": build_majority,
     "first": build_first,
+    "reset-dyck1": build_reset_dyck1,
 }
 TASKS = ("recognition", "next-symbol")
 

@@ -144,4 +144,5 @@ class Builder:
             bos=BOS,
             name=self.name,
             description=self.description,
+            dim_names=self.dims,
         )

@@ -1,0 +1,62 @@
+"""Options shared by the commands that run a model on a language."""
+
+from __future__ import annotations
+
+import click
+
+from satsim.errors import SatsimError
+from satsim.reference.attention import ATTENTION_KINDS
+
+
+def load_model(lang_name: str, model_path: str | None, task: str = "recognition"):
+    """The saved model at ``model_path``, or the language's hand-built construction."""
+    from satsim import constructions
+    from satsim.spec import ModelSpec
+
+    if model_path is not None:
+        return ModelSpec.load(model_path)
+    if lang_name not in constructions.names():
+        raise SatsimError(
+            f"language {lang_name!r} has no built-in construction "
+            f"(built in: {', '.join(constructions.names())}); pass --model PATH"
+        )
+    return constructions.build(lang_name, task=task)
+
+
+def simulator_from_options(lang_name: str, model_path: str | None, task: str, attention: str,
+                           beta: float, atol: float | None, rtol: float | None):
+    """A Simulator for the chosen model and attention settings."""
+    from satsim.simulator import Simulator
+
+    spec = load_model(lang_name, model_path, task)
+    return Simulator(spec, attention, beta=beta, atol=atol, rtol=rtol)
+
+
+def get_language(name: str):
+    """The registered language ``name`` (a one-line error lists the known ones)."""
+    import languages
+
+    return languages.get(name)
+
+
+MODEL_OPTIONS = [
+    click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
+    click.option("--model", "model_path", type=click.Path(dir_okay=False),
+                 help="A saved model spec (.safetensors); default: the language's construction."),
+    click.option("--task", type=click.Choice(["recognition", "next-symbol"]),
+                 default="recognition", show_default=True,
+                 help="Which construction to build (ignored with --model)."),
+    click.option("--attention", type=click.Choice(ATTENTION_KINDS), default="saturated",
+                 show_default=True, help="How every head attends."),
+    click.option("--beta", type=float, default=1.0, show_default=True,
+                 help="Inverse temperature for --attention softmax."),
+    click.option("--atol", type=float, default=None, help="Absolute tie tolerance."),
+    click.option("--rtol", type=float, default=None, help="Relative tie tolerance."),
+]
+
+
+def with_model_options(fn):
+    """Attach the options that choose a language, a model and an attention kind."""
+    for option in reversed(MODEL_OPTIONS):
+        fn = option(fn)
+    return fn

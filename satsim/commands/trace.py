@@ -1,0 +1,37 @@
+"""``satsim trace``: what every head attended to and what every layer computed, for one string."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from satsim.commands.options import simulator_from_options, with_model_options
+
+
+@click.command("trace")
+@with_model_options
+@click.argument("string")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="Also draw every head's attention map into this image file (PNG, PDF, SVG).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(lang_name, model_path, task, attention, beta, atol, rtol, string, plot_path,
+            as_json) -> None:
+    """Trace STRING through the model: tie sets, tie gaps, and what each head and layer wrote."""
+    from satsim.commands.options import get_language
+    from satsim.head_roles import head_roles
+    from satsim.trace_view import plot_attention, render_json, render_text
+
+    language = get_language(lang_name)
+    language.contains(string)  # a symbol outside the alphabet stops here, with a message
+    simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    trace = simulator.trace(string)
+    roles = {(r.layer, r.head): r.role for r in head_roles(simulator, [string])}
+    if plot_path:
+        plot_attention(simulator.spec, trace, plot_path)
+    if as_json:
+        click.echo(json.dumps(render_json(simulator.spec, trace, roles)))
+    else:
+        click.echo(render_text(simulator.spec, trace, roles))
+        member = "in" if language.contains(string) else "not in"
+        click.echo(f"oracle: {string!r} is {member} {language.name}")
