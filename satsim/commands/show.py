@@ -1,0 +1,145 @@
+"""``satsim show``: a model's architecture, sizes and head kinds, and with --degrees its graph."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import numpy as np
+
+from satsim.errors import SatsimError
+from satsim.spec import AttentionSpec, ModelSpec
+
+
+def load_model(lang_name: str | None, model_path: str | None) -> ModelSpec:
+    """The saved model at ``model_path``, else the hand-built construction of ``lang_name``."""
+    from satsim import constructions
+
+    if model_path is not None:
+        return ModelSpec.load(model_path)
+    if lang_name is None:
+        raise SatsimError("give --lang L (its construction) or --model PATH")
+    if lang_name not in constructions.names():
+        raise SatsimError(f"language {lang_name!r} has no built-in construction (built in: "
+                          f"{', '.join(constructions.names())}); pass --model PATH")
+    return constructions.build(lang_name)
+
+
+def head_kind(attn: AttentionSpec, head: int) -> str:
+    """What a head can do, read off its weights: prefix mean, fixed query, or content."""
+    def zero(array):
+        return array is None or not np.any(array[head])
+
+    if zero(attn.W_K):
+        return "prefix mean (keys constant: every allowed key ties)"
+    if zero(attn.W_Q) and zero(attn.b_Q):
+        return "prefix mean (zero queries: every allowed key ties)"
+    if zero(attn.W_Q):
+        return "fixed query (scores depend on the key only)"
+    return "content (query-key)"
+
+
+def describe(spec: ModelSpec) -> dict:
+    """Architecture, sizes and head kinds of ``spec`` as a JSON-ready dict."""
+    layers = []
+    for block in spec.blocks:
+        row = {}
+        if block.attn is not None:
+            a = block.attn
+            row["attn"] = {"heads": a.n_heads, "d_head": a.d_head, "d_v": a.d_v,
+                           "causal": a.causal,
+                           "biases": [b for b in ("b_Q", "b_K", "b_V", "b_O")
+                                      if getattr(a, b) is not None],
+                           "kinds": [head_kind(a, h) for h in range(a.n_heads)]}
+        if block.mlp is not None:
+            m = block.mlp
+            row["mlp"] = {"d_mlp": m.W_in.shape[1],
+                          "biases": [b for b in ("b_in", "b_out") if getattr(m, b) is not None]}
+        layers.append(row)
+    return {
+        "name": spec.name, "description": spec.description, "vocab": list(spec.vocab),
+        "bos": spec.bos, "eos": spec.eos, "dtype": str(spec.dtype), "d_model": spec.d_model,
+        "n_layers": spec.n_layers, "norm": spec.norm, "residual": spec.residual,
+        "layer_norm_affine": any(ln.affine for b in spec.blocks for ln in (b.ln1, b.ln2) if ln),
+        "positional": spec.positional.kind, "task": spec.output.task,
+        "readout": spec.output.readout, "labels": list(spec.output.labels),
+        "parameters": int(sum(a.size for a in spec.tensors().values())), "layers": layers,
+    }
+
+
+def _print_description(info: dict) -> None:
+    about = f" — {info['description']}" if info["description"] else ""
+    click.echo(f"model {info['name']}{about}")
+    click.echo(f"vocab {' '.join(info['vocab'])} · bos {info['bos']} · eos {info['eos']} · "
+               f"{info['dtype']} · {info['parameters']:,} parameters")
+    layers = f"{info['n_layers']} layer{'s' if info['n_layers'] != 1 else ''}"
+    click.echo(f"d_model {info['d_model']} · {layers} · norm {info['norm']}"
+               f"{' (affine)' if info['layer_norm_affine'] else ''} · residual "
+               f"{'on' if info['residual'] else 'off'} · positional {info['positional']}")
+    click.echo(f"output {info['task']} · readout {info['readout']} · labels "
+               f"{' '.join(info['labels'])}")
+    for layer, row in enumerate(info["layers"]):
+        if "attn" in row:
+            a = row["attn"]
+            heads = f"{a['heads']} head{'s' if a['heads'] != 1 else ''}"
+            click.echo(f"layer {layer} attn: {heads} × d_head {a['d_head']}, d_v "
+                       f"{a['d_v']}, {'causal' if a['causal'] else 'bidirectional'}, biases "
+                       f"{', '.join(a['biases']) or 'none'}")
+            for head, kind in enumerate(a["kinds"]):
+                click.echo(f"  head {head}: {kind}")
+        if "mlp" in row:
+            m = row["mlp"]
+            click.echo(f"layer {layer} mlp: d_mlp {m['d_mlp']}, biases "
+                       f"{', '.join(m['biases']) or 'none'}")
+
+
+def degree_table(spec: ModelSpec) -> dict:
+    """Every graph node's op and degree, and what the leading-order network drops."""
+    import networkx as nx
+
+    from satsim.saturation import leading_order
+
+    network = leading_order(spec)
+    graph = network.graph
+    nodes = [{"name": name, "op": graph.nodes[name]["op"], "degree": graph.nodes[name]["degree"],
+              "dropped": graph.nodes[name].get("dropped", []),
+              "saturates": graph.nodes[name].get("saturates")}
+             for name in nx.topological_sort(graph) if graph.nodes[name]["op"] != "param"]
+    return {"nodes": nodes, "dropped": network.describe(), "residual_kept": list(network.residual),
+            "expressible": network.expressible}
+
+
+def _print_degrees(table: dict) -> None:
+    click.echo("")
+    click.echo(f"{'node':<40} {'op':<10} {'degree':>6}  notes")
+    for node in table["nodes"]:
+        notes = []
+        if node["dropped"]:
+            notes.append("drops " + ", ".join(node["dropped"]))
+        if node["saturates"] is not None:
+            notes.append("saturates" if node["saturates"] else "stays soft (degree-0 scores)")
+        click.echo(f"{node['name']:<40} {node['op']:<10} {node['degree']:>6}  {'; '.join(notes)}")
+    kept = "".join("1" if k else "0" for k in table["residual_kept"])
+    click.echo(f"leading order: residual kept per sublayer {kept or '-'}; "
+               f"{'expressible as a ModelSpec' if table['expressible'] else 'needs run_limit'}")
+
+
+@click.command("show")
+@click.option("--lang", "lang_name", default=None, help="A language with a built-in construction.")
+@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+              help="A saved model spec (.safetensors).")
+@click.option("--degrees", "with_degrees", is_flag=True,
+              help="Also print the degree of homogeneity of every node of the network graph.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(lang_name, model_path, with_degrees, as_json) -> None:
+    """Describe a model: architecture, sizes, head kinds (and node degrees)."""
+    spec = load_model(lang_name, model_path)
+    info = describe(spec)
+    if with_degrees:
+        info["degrees"] = degree_table(spec)
+    if as_json:
+        click.echo(json.dumps(info))
+        return
+    _print_description(info)
+    if with_degrees:
+        _print_degrees(info["degrees"])

@@ -1,0 +1,39 @@
+"""The saturated limit of a spec: degrees, the leading-order network, the exact limit, measures.
+
+- ``network_graph(spec)`` / ``degrees(spec)``: the network graph (networkx) with each node's degree
+  of homogeneity by the rules of seed 001, Table 1.
+- ``limit(spec)``: the leading-order ModelSpec (terms below their sum's degree dropped), to run
+  with saturated attention; ``leading_order(spec)`` and ``run_limit`` also cover limits that one
+  global ``residual`` flag cannot express (pre-LN).
+- ``exact_limit(spec, string)``: the limit by asymptotic expansion in c, with findings where the
+  leading-order network is not the limit (tie sets split by lower-order terms, vanishing terms).
+- Measures (``satsim.saturation.measures``, which runs the torch soft twin): representation
+  similarity, homogeneity curves, per-layer convergence.
+"""
+
+from satsim.saturation.exact import ExactLimit, Finding, exact_limit
+from satsim.saturation.graph import degrees, dropped_terms, growth_exponent, network_graph
+from satsim.saturation.limit import LeadingOrder, leading_order, limit
+from satsim.saturation.run import LimitRun, run_limit
+from satsim.saturation.safety import check_scale, max_safe_scale
+from satsim.saturation.scaling import parse_rates, rated, scale_spec
+
+__all__ = [
+    "ExactLimit",
+    "Finding",
+    "LeadingOrder",
+    "LimitRun",
+    "check_scale",
+    "degrees",
+    "dropped_terms",
+    "exact_limit",
+    "growth_exponent",
+    "leading_order",
+    "limit",
+    "max_safe_scale",
+    "network_graph",
+    "parse_rates",
+    "rated",
+    "run_limit",
+    "scale_spec",
+]

@@ -1,0 +1,272 @@
+"""The exact saturated limit lim f(x; cθ) of one string, by asymptotic expansion in c.
+
+Every activation is carried as Σ_k c^k x_k (see :mod:`satsim.saturation.series`). Attention
+keeps, degree by degree from the top, the keys whose score coefficient is maximal among those
+still tied: a gap at any positive degree k saturates, since exp(c^k·gap) beats every power of c.
+Keys still tied at every positive degree share the weight softmax(degree-0 scores). The values
+are averaged over what is left.
+
+The leading-order network is the first step of this: it ties keys on the top-degree scores only
+and takes each stream's top-degree term. The findings list where that is not enough — a tie set
+of the top-degree scores that a lower-degree term splits, a row whose top-degree term vanishes —
+so that a user knows when :func:`satsim.saturation.limit` is not the limit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from satsim.encoding import encode
+from satsim.positions import position_features, sinusoidal_table
+from satsim.saturation.scaling import Rates, rated
+from satsim.saturation.series import (
+    TOL,
+    Series,
+    add,
+    constant,
+    contract,
+    layer_norm,
+    leading,
+    product,
+    relu,
+    snap,
+)
+from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One place where the leading-order network differs from the exact limit."""
+
+    kind: str  # tie-split-below-leading-order | leading-term-vanishes | tie-unresolved
+    where: str  # hook name
+    position: int
+    detail: str
+    harmless: bool = False  # True when the leading-order output is unaffected
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.where} position {self.position}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class HeadLimit:
+    """Tie sets of one attention layer in the limit, (H, T) arrays."""
+
+    lead_size: np.ndarray  # tie-set size under the top-degree scores alone
+    size: np.ndarray  # tie-set size once every positive degree has been compared
+    split_at: np.ndarray  # degree whose term first split the leading tie set (0: none)
+    unresolved: np.ndarray  # ties left while terms of positive degree are unknown
+
+
+@dataclass(frozen=True)
+class ExactLimit:
+    """The exact limit of one string: every stream and the logits as expansions in c."""
+
+    string: str
+    streams: list[Series]
+    heads: list[HeadLimit]
+    logits: Series
+    findings: list[Finding]
+
+    def direction(self, index: int) -> np.ndarray:
+        """Limit direction of every row of stream ``index``: its leading nonzero term, (T, d)."""
+        return row_leading(self.streams[index])[0]
+
+    def logit_signs(self) -> np.ndarray:
+        """Sign of every logit as c → ∞ (its leading nonzero coefficient), (T, n_outputs)."""
+        return np.sign(leading(self.logits)[0])
+
+
+def row_leading(x: Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (last axis): the coefficients at the highest degree where the row is nonzero."""
+    degrees, stacked = x.stack()
+    alive = (stacked != 0).any(axis=-1)
+    first = np.argmax(alive, axis=0)
+    rows = np.take_along_axis(stacked, first[None, ..., None], axis=0)[0]
+    degree = np.where(alive.any(axis=0), np.asarray(degrees)[first], np.iinfo(np.int64).min)
+    return rows, degree
+
+
+@dataclass(frozen=True)
+class TieBreak:
+    """Limit attention of one layer: weights (H, T, S), the top-degree tie sets, statistics."""
+
+    weights: np.ndarray
+    lead: np.ndarray  # bool (H, T, S): tie sets of the top-degree scores alone
+    head: HeadLimit
+    exact: bool  # False when negative-degree score terms perturb the weights at order 1/c
+
+
+def limit_weights(scores: Series, causal: bool) -> TieBreak:
+    """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top."""
+    first = next(iter(scores.terms.values()))
+    n = first.shape[-1]
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    candidates = np.broadcast_to(allowed, first.shape[:-2] + (n, n)).copy()
+    lead, split_at = None, np.zeros(candidates.shape[:-1], dtype=np.int64)
+    for degree in sorted(scores.terms, reverse=True):
+        if degree <= 0 or degree < scores.floor:
+            break
+        value = np.broadcast_to(scores.terms[degree], candidates.shape)
+        best = np.where(candidates, value, -np.inf).max(axis=-1, keepdims=True)
+        spread = np.where(candidates, np.abs(value), 0.0).max(axis=-1, keepdims=True)
+        keep = candidates & (value >= best - TOL * spread)
+        if lead is None:
+            lead = keep
+        else:
+            split = keep.sum(axis=-1) < candidates.sum(axis=-1)
+            split_at = np.where(split & (split_at == 0), degree, split_at)
+        candidates = keep
+    lead = candidates if lead is None else lead
+    size = candidates.sum(axis=-1)
+    head = HeadLimit(lead.sum(axis=-1), size, split_at, (size > 1) & (scores.floor > 0))
+    if 0 in scores.terms and scores.floor <= 0:
+        logits = np.where(candidates, scores.terms[0], -np.inf)
+        weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    else:
+        weights = candidates.astype(np.float64)
+    exact = True
+    for degree in (d for d in scores.terms if d < 0):
+        value = np.where(candidates, scores.terms[degree], np.nan)
+        spread = np.nanmax(value, axis=-1) - np.nanmin(value, axis=-1)
+        exact &= bool(np.all(spread <= TOL * np.nanmax(np.abs(value), axis=-1)))
+    return TieBreak(weights / weights.sum(axis=-1, keepdims=True), lead, head, exact)
+
+
+class _Evaluator:
+    """Walks one string through a spec, expansion by expansion, collecting findings."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec if spec.dtype == np.float64 else spec.astype(np.float64)
+        self.findings: list[Finding] = []
+        self.heads: list[HeadLimit] = []
+
+    def note_vanishing(self, x: Series, where: str) -> None:
+        _, degree = row_leading(x)
+        for position in np.flatnonzero((degree < x.top) & (degree > np.iinfo(np.int64).min)):
+            self.findings.append(Finding(
+                "leading-term-vanishes", where, int(position),
+                f"the degree-{x.top} term is zero; the direction comes from degree "
+                f"{int(degree[position])}"))
+
+    def embed(self, ids: np.ndarray) -> Series:
+        spec, n = self.spec, len(ids)
+        parts = [constant(spec.W_E[ids], 1)]
+        pos = spec.positional
+        if pos.kind == "learned":
+            parts.append(constant(pos.W_pos[:n], 1))
+        elif pos.kind == "features":
+            parts.append(constant(position_features(pos.features, n) @ pos.W_feat, 1))
+        elif pos.kind == "sinusoidal":
+            parts.append(constant(sinusoidal_table(n, spec.d_model), 0))
+        return add(*parts)
+
+    def norm(self, x: Series, ln: LayerNormSpec, where: str) -> Series:
+        y, lead = layer_norm(x, ln.eps)
+        alive = lead > np.iinfo(np.int64).min
+        for position in np.flatnonzero(alive & (lead < x.top)):
+            self.findings.append(Finding(
+                "leading-term-vanishes", where, int(position),
+                f"LayerNorm input's degree-{x.top} term is constant across the row; it is "
+                f"normalised at degree {int(lead[position])}"))
+        if not ln.affine:
+            return y
+        return add(contract(y, "...d,d->...d", ln.w), constant(ln.b, 1))
+
+    def linear(self, x: Series, pattern: str, weight, bias, bias_shape=None) -> Series:
+        out = contract(x, pattern, weight)
+        if bias is None:
+            return out
+        return add(out, constant(bias if bias_shape is None else bias.reshape(bias_shape), 1))
+
+    def attention(self, x: Series, attn: AttentionSpec, where: str) -> Series:
+        h = attn.n_heads
+        q = self.linear(x, "td,hde->hte", attn.W_Q, attn.b_Q, (h, 1, -1))
+        k = self.linear(x, "td,hde->hte", attn.W_K, attn.b_K, (h, 1, -1))
+        v = self.linear(x, "td,hde->hte", attn.W_V, attn.b_V, (h, 1, -1))
+        raw = product(q, k, "hte,hse->hts")
+        scores = Series({d: t / math.sqrt(attn.d_head) for d, t in raw.terms.items()}, raw.floor)
+        ties = limit_weights(scores, attn.causal)
+        self.heads.append(ties.head)
+        self.report(ties, v.terms[v.top], where)
+        floor = v.floor if ties.exact else max(v.floor, v.top)
+        z = Series({d: snap(np.einsum("hts,hse->hte", ties.weights, t),
+                            np.einsum("hts,hse->hte", ties.weights, np.abs(t)))
+                    for d, t in v.terms.items()}, floor)
+        return self.linear(z, "hte,hed->td", attn.W_O, attn.b_O)
+
+    def report(self, ties: TieBreak, top_values: np.ndarray, where: str) -> None:
+        """Record tie sets split below the leading order (and whether that moves the output)."""
+        head = ties.head
+        lead = ties.lead / ties.lead.sum(axis=-1, keepdims=True)
+        moved = np.abs(np.einsum("hts,hse->hte", lead - ties.weights, top_values)).max(axis=-1)
+        moved = moved > TOL * max(float(np.abs(top_values).max()), 1e-300)
+        for h, position in zip(*np.nonzero(head.size < head.lead_size)):
+            effect = ("the leading-order output changes" if moved[h, position]
+                      else "harmless: the split-off values agree at leading order")
+            self.findings.append(Finding(
+                "tie-split-below-leading-order", f"{where} head {h}", int(position),
+                f"the top-degree scores tie {int(head.lead_size[h, position])} keys; the "
+                f"degree-{int(head.split_at[h, position])} term leaves "
+                f"{int(head.size[h, position])} ({effect})", harmless=not moved[h, position]))
+        for h, position in zip(*np.nonzero(head.unresolved)):
+            self.findings.append(Finding(
+                "tie-unresolved", f"{where} head {h}", int(position),
+                f"{int(head.size[h, position])} keys tie at every degree computed"))
+
+    def feed_forward(self, x: Series, mlp: FeedForwardSpec) -> Series:
+        hidden = relu(self.linear(x, "td,de->te", mlp.W_in, mlp.b_in))
+        return self.linear(hidden, "te,ed->td", mlp.W_out, mlp.b_out)
+
+    def sublayer(self, x: Series, fn, ln: LayerNormSpec | None, where: str) -> Series:
+        spec = self.spec
+        if spec.norm == "pre":
+            y = fn(self.norm(x, ln, f"{where}.hook_normalized"))
+            return add(x, y) if spec.residual else y
+        y = fn(x)
+        y = add(x, y) if spec.residual else y
+        return self.norm(y, ln, f"{where}.hook_normalized") if spec.norm == "post" else y
+
+    def run(self, string: str) -> ExactLimit:
+        spec = self.spec
+        x = self.embed(encode(spec, string))
+        streams = [x]
+        for layer, block in enumerate(spec.blocks):
+            p = f"blocks.{layer}"
+            if block.attn is not None:
+                def attend(h, a=block.attn, w=f"{p}.attn"):
+                    return self.attention(h, a, w)
+                x = self.sublayer(x, attend, block.ln1, f"{p}.ln1")
+                self.note_vanishing(x, f"{p}.hook_resid_{'mid' if block.mlp else 'post'}")
+                streams.append(x)
+            if block.mlp is not None:
+                x = self.sublayer(x, lambda h, m=block.mlp: self.feed_forward(h, m), block.ln2,
+                                  f"{p}.ln2")
+                self.note_vanishing(x, f"{p}.hook_resid_post")
+                streams.append(x)
+        if spec.ln_final is not None:
+            x = self.norm(x, spec.ln_final, "ln_final.hook_normalized")
+        out = spec.output
+        logits = self.linear(x, "td,do->to", out.W_U, out.b_U)
+        self.note_vanishing_logits(logits)
+        return ExactLimit(string, streams, self.heads, logits, self.findings)
+
+    def note_vanishing_logits(self, logits: Series) -> None:
+        _, degree = leading(logits)
+        rows = degree[-1:] if self.spec.output.readout == "last" else degree
+        offset = len(degree) - len(rows)
+        vanished = (rows < logits.top) & (rows > np.iinfo(np.int64).min)
+        for position, label in zip(*np.nonzero(vanished)):
+            self.findings.append(Finding(
+                "leading-term-vanishes", f"hook_logits[{self.spec.output.labels[label]}]",
+                int(position + offset),
+                f"the degree-{logits.top} logit is zero; its sign comes from degree "
+                f"{int(rows[position, label])}"))
+
+
+def exact_limit(spec: ModelSpec, string: str, rates: Rates | None = None) -> ExactLimit:
+    """Return the exact limit of ``string`` through ``spec`` scaled at ``rates``, with findings."""
+    return _Evaluator(rated(spec, rates)).run(string)

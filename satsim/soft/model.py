@@ -1,0 +1,276 @@
+"""The soft twin: a ModelSpec as a PyTorch module with the same weights, attending by softmax(β).
+
+Parameters are registered under the spec's own tensor names (``blocks.0.attn.W_Q``), so
+``state_dict()`` and ``spec.tensors()`` agree key for key and ``to_spec`` returns the same bits.
+The forward pass is the reference semantics of :mod:`satsim.reference.forward`, batched with
+padding; activations are cached under TransformerLens hook names.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from satsim.encoding import encode
+from satsim.errors import SatsimError
+from satsim.positions import position_features, sinusoidal_table
+from satsim.saturation.graph import growth_exponent, network_graph
+from satsim.saturation.respec import with_tensors
+from satsim.saturation.safety import check_scale
+from satsim.saturation.scaling import Rates, check_rates, rate_of
+from satsim.soft.device import resolve_device, resolve_dtype
+from satsim.spec import ModelSpec
+
+
+class _Tensors(nn.Module):
+    """A bag of named parameters (one spec component: an embedding, a head stack, a norm)."""
+
+    def __init__(self, tensors: dict[str, Tensor]) -> None:
+        super().__init__()
+        for name, value in tensors.items():
+            self.register_parameter(name, nn.Parameter(value))
+
+    def get(self, name: str) -> Tensor | None:
+        """The parameter ``name``, or None if the spec has no such (optional) tensor."""
+        return self._parameters.get(name)
+
+
+class _Block(nn.Module):
+    """One layer's parameter bags: attn, mlp, ln1, ln2 (absent ones are None)."""
+
+    def __init__(self, parts: dict[str, _Tensors | None]) -> None:
+        super().__init__()
+        for name, part in parts.items():
+            setattr(self, name, part)
+
+
+@dataclass
+class SoftRun:
+    """A padded batch through the soft twin: logits, residual streams and (optionally) hooks."""
+
+    logits: Tensor  # (B, T, n_outputs)
+    residuals: list[Tensor]  # (B, T, d) after the embedding and after every sublayer
+    final: Tensor  # (B, T, d) what the unembedding reads: the last stream after ln_final
+    lengths: Tensor  # (B,)
+    cache: dict[str, Tensor] | None
+
+    def logits_of(self, row: int) -> np.ndarray:
+        """Float64 logits of string ``row`` at its real positions, (n, n_outputs)."""
+        return self.logits[row, : int(self.lengths[row])].double().cpu().numpy()
+
+    def residual_arrays(self) -> list[np.ndarray]:
+        """The residual streams as float64 NumPy arrays (B, T, d)."""
+        return [r.double().cpu().numpy() for r in self.residuals]
+
+
+def _layer_norm(x: Tensor, w: Tensor | None, b: Tensor | None, eps: float) -> tuple[Tensor, ...]:
+    """Normalised rows (before the affine map) and the LayerNorm output."""
+    centred = x - x.mean(dim=-1, keepdim=True)
+    var = (centred**2).mean(dim=-1, keepdim=True)
+    normalized = centred / torch.sqrt(var + eps)
+    return normalized, (normalized if w is None else normalized * w + b)
+
+
+class SoftTransformer(nn.Module):
+    """A ModelSpec run in PyTorch with softmax(β) attention, on CPU or CUDA, float32 or float64."""
+
+    def __init__(self, spec: ModelSpec, device: str | torch.device = "auto",
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.spec = spec
+        self.scale = 1.0
+        dtype = resolve_dtype(spec.dtype if dtype is None else dtype)
+        device = resolve_device(device)
+        tensors = spec.tensors()
+
+        def bag(prefix: str) -> _Tensors:
+            return _Tensors({name[len(prefix) + 1:]: torch.tensor(np.array(array), dtype=dtype,
+                                                                  device=device)
+                             for name, array in tensors.items() if name.startswith(prefix + ".")})
+
+        self.embed = bag("embed")
+        self.pos_embed = bag("pos_embed")
+        self.blocks = nn.ModuleList(
+            _Block({part: bag(f"blocks.{layer}.{part}") if getattr(block, part) else None
+                    for part in ("attn", "mlp", "ln1", "ln2")})
+            for layer, block in enumerate(spec.blocks)
+        )
+        self.ln_final = bag("ln_final") if spec.ln_final is not None else None
+        self.unembed = bag("unembed")
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, device: str | torch.device = "auto",
+                  dtype: Any = None) -> SoftTransformer:
+        """Build the soft twin of ``spec`` (dtype defaults to the spec's)."""
+        return cls(spec, device=device, dtype=dtype)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the parameters live."""
+        return self.embed.W_E.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The parameters' floating type."""
+        return self.embed.W_E.dtype
+
+    def to_spec(self) -> ModelSpec:
+        """Return the spec with this module's current weights (bit for bit, in its dtype)."""
+        arrays = {name: p.detach().cpu().numpy().copy() for name, p in self.named_parameters()}
+        return with_tensors(self.spec, arrays)
+
+    def scaled(self, c: float, rates: Rates | None = None) -> SoftTransformer:
+        """Return a copy at cθ: every parameter times c and its group's rate (see scaling)."""
+        names = [name for name, _ in self.named_parameters()]
+        check_rates(names, rates)
+        largest = c * max([1.0, *(rates or {}).values()])
+        check_scale(self.spec, largest, np.float32 if self.dtype == torch.float32 else np.float64)
+        twin = copy.deepcopy(self, {id(self.spec): self.spec})  # the spec is frozen: share it
+        with torch.no_grad():
+            for name, param in twin.named_parameters():
+                param.mul_(c * rate_of(name, rates))
+        twin.scale = self.scale * c
+        return twin
+
+    def _positional(self, n: int, lengths: Tensor) -> Tensor | None:
+        """Positional vectors (B, T, d) or (T, d), or None."""
+        pos = self.spec.positional
+        if pos.kind == "none":
+            return None
+        if pos.kind == "learned":
+            table = self.pos_embed.W_pos
+            if n > table.shape[0]:
+                raise SatsimError(f"a sequence of {n} tokens is longer than the learned positional "
+                                  f"table ({table.shape[0]} positions) of model {self.spec.name!r}")
+            return table[:n]
+        if pos.kind == "sinusoidal":
+            return torch.tensor(sinusoidal_table(n, self.spec.d_model), dtype=self.dtype,
+                                device=self.device)
+        features = np.zeros((len(lengths), n, len(pos.features)))
+        for row, length in enumerate(lengths.tolist()):
+            features[row, :length] = position_features(pos.features, length)
+        table = torch.tensor(features, dtype=self.dtype, device=self.device)
+        return table @ self.pos_embed.W_feat
+
+    def _attention(self, x: Tensor, layer: int, key_mask: Tensor, beta: float, hook) -> Tensor:
+        attn = self.blocks[layer].attn
+        p = f"blocks.{layer}.attn"
+
+        def project(weight: str, bias: str) -> Tensor:
+            out = torch.einsum("btd,hde->bhte", x, attn.get(weight))
+            return out if attn.get(bias) is None else out + attn.get(bias)[None, :, None, :]
+
+        q, k, v = project("W_Q", "b_Q"), project("W_K", "b_K"), project("W_V", "b_V")
+        for name, value in (("q", q), ("k", k), ("v", v)):
+            hook(f"{p}.hook_{name}", value.transpose(1, 2))
+        scores = torch.einsum("bhte,bhse->bhts", q, k) / math.sqrt(q.shape[-1])
+        n = x.shape[1]
+        allowed = key_mask[:, None, None, :]
+        if self.spec.blocks[layer].attn.causal:
+            allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+        scores = hook(f"{p}.hook_attn_scores", scores.masked_fill(~allowed, -math.inf))
+        pattern = hook(f"{p}.hook_pattern", torch.softmax(beta * scores, dim=-1))
+        z = pattern @ v
+        hook(f"{p}.hook_z", z.transpose(1, 2))
+        out = torch.einsum("bhte,hed->btd", z, attn.W_O)
+        return out if attn.get("b_O") is None else out + attn.b_O
+
+    def _feed_forward(self, x: Tensor, layer: int, hook) -> Tensor:
+        mlp, p = self.blocks[layer].mlp, f"blocks.{layer}.mlp"
+        pre = x @ mlp.W_in if mlp.get("b_in") is None else x @ mlp.W_in + mlp.b_in
+        post = hook(f"{p}.hook_post", torch.relu(hook(f"{p}.hook_pre", pre)))
+        out = post @ mlp.W_out
+        return out if mlp.get("b_out") is None else out + mlp.b_out
+
+    def _norm(self, x: Tensor, bag: _Tensors, eps: float, name: str, hook) -> Tensor:
+        normalized, out = _layer_norm(x, bag.get("w"), bag.get("b"), eps)
+        hook(f"{name}.hook_normalized", normalized)
+        return out
+
+    def _sublayer(self, x: Tensor, fn, layer: int, ln_name: str, hook) -> Tensor:
+        spec = self.spec
+        ln = getattr(spec.blocks[layer], ln_name)
+        name = f"blocks.{layer}.{ln_name}"
+        bag = getattr(self.blocks[layer], ln_name)
+        if spec.norm == "pre":
+            y = fn(self._norm(x, bag, ln.eps, name, hook))
+            return x + y if spec.residual else y
+        y = fn(x)
+        y = x + y if spec.residual else y
+        return self._norm(y, bag, ln.eps, name, hook) if spec.norm == "post" else y
+
+    def forward(self, tokens: Tensor, lengths: Tensor | None = None, *, beta: float = 1.0,
+                cache: bool = False) -> SoftRun:
+        """Run token ids (B, T), padded past ``lengths``; attention is softmax(β·scores)."""
+        if not (math.isfinite(beta) and beta > 0):
+            raise SatsimError(f"beta must be positive and finite, got {beta}")
+        batch, n = tokens.shape
+        if lengths is None:
+            lengths = torch.full((batch,), n, dtype=torch.long)
+        key_mask = torch.arange(n, device=self.device)[None, :] < lengths.to(self.device)[:, None]
+        hooks: dict[str, Tensor] | None = {} if cache else None
+
+        def hook(name: str, value: Tensor) -> Tensor:
+            if hooks is not None:
+                hooks[name] = value
+            return value
+
+        x = hook("hook_embed", self.embed.W_E[tokens])
+        pos = self._positional(n, lengths)
+        if pos is not None:
+            x = x + hook("hook_pos_embed", pos.expand(batch, n, -1))
+        residuals = [x]
+        for layer, block in enumerate(self.spec.blocks):
+            hook(f"blocks.{layer}.hook_resid_pre", x)
+            if block.attn is not None:
+                def attend(h, i=layer):
+                    out = self._attention(h, i, key_mask, beta, hook)
+                    return hook(f"blocks.{i}.hook_attn_out", out)
+
+                x = self._sublayer(x, attend, layer, "ln1", hook)
+                stage = "mid" if block.mlp is not None else "post"
+                residuals.append(hook(f"blocks.{layer}.hook_resid_{stage}", x))
+            if block.mlp is not None:
+                def feed(h, i=layer):
+                    return hook(f"blocks.{i}.hook_mlp_out", self._feed_forward(h, i, hook))
+
+                x = self._sublayer(x, feed, layer, "ln2", hook)
+                residuals.append(hook(f"blocks.{layer}.hook_resid_post", x))
+        if self.ln_final is not None:
+            x = self._norm(x, self.ln_final, self.spec.ln_final.eps, "ln_final", hook)
+        logits = x @ self.unembed.W_U
+        if self.unembed.get("b_U") is not None:
+            logits = logits + self.unembed.b_U
+        return SoftRun(logits, residuals, x, lengths, hooks)
+
+    def encode(self, strings: Sequence[str]) -> tuple[Tensor, Tensor]:
+        """Padded token ids (B, T) and lengths (B,) of ``strings`` (BOS/EOS added)."""
+        if isinstance(strings, str):
+            raise SatsimError("pass a list of strings, not a single string")
+        ids = [encode(self.spec, s) for s in strings]
+        if not ids or any(len(seq) == 0 for seq in ids):
+            raise SatsimError("give at least one string that yields at least one token")
+        lengths = torch.tensor([len(seq) for seq in ids], dtype=torch.long)
+        tokens = torch.zeros((len(ids), int(lengths.max())), dtype=torch.long)
+        for row, seq in enumerate(ids):
+            tokens[row, : len(seq)] = torch.from_numpy(seq)
+        return tokens.to(self.device), lengths
+
+    def run(self, strings: Sequence[str], *, beta: float = 1.0, cache: bool = False) -> SoftRun:
+        """Run strings without gradients; a non-finite result raises a one-line overflow error."""
+        tokens, lengths = self.encode(strings)
+        with torch.no_grad():
+            result = self(tokens, lengths, beta=beta, cache=cache)
+        if not all(bool(torch.isfinite(t).all()) for t in [result.logits, *result.residuals]):
+            exponent = growth_exponent(network_graph(self.spec))
+            raise SatsimError(
+                f"the soft twin of {self.spec.name!r} overflowed {self.dtype} at c = "
+                f"{self.scale:g} (activations grow like c^{exponent}); use float64 or a smaller c")
+        return result
