@@ -20,6 +20,7 @@ from languages.base import EOS, GENERIC, Language, LanguageError, check_count
 from languages.paths import PathCounter
 from languages.references import BHATTAMISHRA
 from languages.regular import RegularLanguage, dfa_graph
+from languages.reset_segments import SegmentCounts, sample_reset_dyck
 
 OPEN, CLOSE, RESET = "(", ")", "1"
 
@@ -50,6 +51,7 @@ class ResetDyck1(Language):
     def __init__(self) -> None:
         self._cap = 64
         self.paths = counter_automaton(self._cap)
+        self.segments = SegmentCounts()
 
     def _paths_for(self, length: int) -> PathCounter:
         """Return the counter DFA, enlarged if ``length`` needs a larger cap."""
@@ -128,8 +130,8 @@ class ResetDyck1(Language):
         return self._positives_for_lengths(np.full(k, length), rng)
 
     def _positives_for_lengths(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
-        paths = self._paths_for(int(np.max(lengths)) if len(lengths) else 0)
-        return [self.decode(ids) for ids in paths.sample(lengths, rng)]
+        """Uniform members drawn segment by segment (see languages.reset_segments)."""
+        return [sample_reset_dyck(self.segments, int(length), rng) for length in lengths]
 
     def _can_extra_close(self, length: int) -> bool:
         return length >= 1
