@@ -11,12 +11,12 @@ import numpy as np
 from languages.base import EOS, GENERIC, Language, LanguageError, check_count
 from languages.references import BHATTAMISHRA, BUTOI_FLARE, HAHN, YAO
 from languages.shapes import PAIRS, DyckShapes, sample_many, typed
-from languages.shuffle import ShuffleDyck, extra_close, swap_two, wrong_type
+from languages.shuffle import BracketNearMisses, ShuffleDyck
 
 MAX_BOUND = 1000
 
 
-class Dyck(Language):
+class Dyck(BracketNearMisses, Language):
     """Well-nested strings over k bracket pairs, optionally of nesting depth at most max_depth."""
 
     kind = "deterministic context-free"
@@ -142,27 +142,6 @@ class Dyck(Language):
         return self._words(self.shapes, np.asarray(lengths, dtype=np.int64), rng)
 
     # ---- near-miss negatives ------------------------------------------------------------
-
-    def _can_wrong_type(self, length: int) -> bool:
-        return self.k > 1 and length >= 2 and length % 2 == 0
-
-    def _negs_wrong_type(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
-        """One closing bracket of a positive replaced by a closing bracket of another type."""
-        return wrong_type(self, self._positives_for_lengths(lengths, rng), rng)
-
-    def _can_extra_close(self, length: int) -> bool:
-        return length % 2 == 1
-
-    def _negs_extra_close(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
-        """A positive of length L - 1 with one closing bracket inserted anywhere."""
-        return extra_close(self, self._positives_for_lengths(lengths - 1, rng), rng)
-
-    def _can_wrong_order(self, length: int) -> bool:
-        return length >= 2 and length % 2 == 0
-
-    def _negs_wrong_order(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
-        """Two different symbols of a positive swapped: the same counts in a wrong order."""
-        return [swap_two(w, rng) for w in self._positives_for_lengths(lengths, rng)]
 
     def _can_crossing(self, length: int) -> bool:
         return self.k > 1 and length >= 4 and length % 2 == 0

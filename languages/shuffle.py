@@ -23,7 +23,32 @@ from languages.shapes import PAIRS, DyckShapes, catalan
 CACHED_UP_TO = 640  # type-length choices up to this length keep their running sums
 
 
-class ShuffleDyck(Language):
+class BracketNearMisses:
+    """Near-miss negatives shared by the bracket languages: wrong type, extra close, wrong order."""
+
+    def _can_wrong_type(self, length: int) -> bool:
+        return self.k > 1 and length >= 2 and length % 2 == 0
+
+    def _negs_wrong_type(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
+        """One closing bracket of a positive replaced by a closing bracket of another type."""
+        return wrong_type(self, self._positives_for_lengths(lengths, rng), rng)
+
+    def _can_extra_close(self, length: int) -> bool:
+        return length % 2 == 1
+
+    def _negs_extra_close(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
+        """A positive of length L - 1 with one closing bracket inserted anywhere."""
+        return extra_close(self, self._positives_for_lengths(lengths - 1, rng), rng)
+
+    def _can_wrong_order(self, length: int) -> bool:
+        return length >= 2 and length % 2 == 0
+
+    def _negs_wrong_order(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
+        """Two different symbols of a positive swapped: the same counts in a wrong order."""
+        return [swap_two(w, rng) for w in self._positives_for_lengths(lengths, rng)]
+
+
+class ShuffleDyck(BracketNearMisses, Language):
     """Strings over k bracket pairs in which every type alone is a Dyck-1 word."""
 
     negative_labels = (*GENERIC, "wrong-type", "extra-close", "wrong-order")
@@ -195,28 +220,6 @@ class ShuffleDyck(Language):
         return self._decode_rows(words) if length else [""] * k
 
     # ---- near-miss negatives ------------------------------------------------------------
-
-    def _can_wrong_type(self, length: int) -> bool:
-        return self.k > 1 and length >= 2 and length % 2 == 0
-
-    def _negs_wrong_type(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
-        """One closing bracket of a positive replaced by a closing bracket of another type."""
-        return wrong_type(self, self._positives_for_lengths(lengths, rng), rng)
-
-    def _can_extra_close(self, length: int) -> bool:
-        return length % 2 == 1
-
-    def _negs_extra_close(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
-        """A positive of length L - 1 with one closing bracket inserted anywhere."""
-        return extra_close(self, self._positives_for_lengths(lengths - 1, rng), rng)
-
-    def _can_wrong_order(self, length: int) -> bool:
-        return length >= 2 and length % 2 == 0
-
-    def _negs_wrong_order(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
-        """Two different symbols of a positive swapped: same counts, wrong order."""
-        return [swap_two(w, rng) for w in self._positives_for_lengths(lengths, rng)]
-
 
 def wrong_type(language: Language, words: list[str], rng: np.random.Generator) -> list[str]:
     """Return each word with one closing bracket turned into a closer of another type."""
