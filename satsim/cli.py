@@ -109,9 +109,13 @@ def languages_command(as_json) -> None:
     if as_json:
         click.echo(json.dumps(rows))
         return
+    name_width = max(len(row["name"]) for row in rows)
+    alphabet_width = max(len("".join(row["alphabet"])) for row in rows)
     for row in rows:
         mark = "*" if row["construction"] else " "
-        click.echo(f"{mark} {row['name']:<16} {''.join(row['alphabet']):<8} {row['description']}")
+        alphabet = "".join(row["alphabet"])
+        click.echo(f"{mark} {row['name']:<{name_width}}  {alphabet:<{alphabet_width}}  "
+                   f"{row['description']}")
     click.echo("* has a built-in construction (satsim eval --lang NAME)")
 
 
