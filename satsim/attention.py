@@ -16,6 +16,7 @@ import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.kernels import attention as kernels
+from satsim.kernels.layers import use_parallel
 from satsim.reference.attention import ATTENTION_KINDS, default_scale
 from satsim.tolerance import default_tolerance
 
@@ -48,9 +49,16 @@ def _float_array(name: str, x) -> np.ndarray:
         raise SatsimError(f"{name} must be float32 or float64, got dtype {x.dtype}")
     if x.ndim < 2:
         raise SatsimError(f"{name} must have shape (..., length, dim), got shape {x.shape}")
-    if not np.isfinite(x).all():
+    if not math.isfinite(_max_abs(x)):
         raise SatsimError(f"{name} contains NaN or inf")
     return x
+
+
+def _max_abs(x: np.ndarray) -> float:
+    """Return max |x| (0 if empty): NaN or inf when x has a NaN or inf, in one pass, no copy."""
+    if x.size == 0:
+        return 0.0
+    return max(float(x.max()), -float(x.min()))
 
 
 def _bool_mask(name: str, mask, length: int) -> np.ndarray:
@@ -77,8 +85,15 @@ def _check_positive(name: str, value: float) -> float:
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "saturated",
               beta: float = 1.0, causal: bool = False, mask: np.ndarray | None = None,
               query_mask: np.ndarray | None = None, atol: float | None = None,
-              rtol: float | None = None, scale: float | None = None) -> AttentionResult:
-    """Run attention of the given kind and return its output with tie diagnostics."""
+              rtol: float | None = None, scale: float | None = None,
+              same_scores: np.ndarray | bool | None = None) -> AttentionResult:
+    """Run attention of the given kind and return its output with tie diagnostics.
+
+    ``same_scores`` (bool, broadcastable to the batch dims) is the caller's promise that an item's
+    keys, or its queries, are constant by construction (a counting head: zero key map, or zero
+    query map and bias), so every allowed key ties; such items run as prefix means without the
+    check. Items not promised are checked at run time, with the same result.
+    """
     if kind not in _KIND_CODES:
         raise SatsimError(f"unknown attention kind {kind!r}; known: {', '.join(ATTENTION_KINDS)}")
     q, k, v = _float_array("q", q), _float_array("k", k), _float_array("v", v)
@@ -113,7 +128,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
         raise SatsimError(f"scale must be finite, got {scale}")
     if q.size and k.size:
         # |s_ij| <= |scale| * d * max|q| * max|k| bounds every partial sum of a score, too.
-        bound = abs(scale) * d * float(np.abs(q).max()) * float(np.abs(k).max())
+        bound = abs(scale) * d * _max_abs(q) * _max_abs(k)
         if not bound <= _MAX_SCORE:
             raise SatsimError(f"scores could overflow float64: |scale|·d·max|q|·max|k| = "
                               f"{bound:.3g} exceeds {_MAX_SCORE:g}")
@@ -124,9 +139,19 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
             x = np.broadcast_to(x, batch + tail)
         return np.require(x.reshape((math.prod(batch),) + tail), requirements=("C", "W"))
 
-    out, tie_size, tie_gap = kernels.attend(
-        flat(q, (T, d)), flat(k, (S, d)), flat(v, (S, e)), flat(key_mask, (S,)),
-        flat(real_queries, (T,)), bool(causal), _KIND_CODES[kind], beta, atol, rtol, scale)
+    n_items, causal, code = math.prod(batch), bool(causal), _KIND_CODES[kind]
+    q, k, v = flat(q, (T, d)), flat(k, (S, d)), flat(v, (S, e))
+    key_mask, real_queries = flat(key_mask, (S,)), flat(real_queries, (T,))
+    known = np.full(n_items, kernels.UNKNOWN, dtype=np.int64)
+    if same_scores is not None:
+        promised = np.broadcast_to(np.asarray(same_scores, dtype=bool), batch).reshape(-1)
+        known[promised] = kernels.SAME_SCORES
+    paths = kernels.item_paths(q, k, key_mask, real_queries, causal, code, known)
+    n_general = int(np.count_nonzero(paths == kernels.GENERAL))
+    work = n_general * T * S * d // (2 if causal else 1) + n_items * T * (d + e)
+    kernel = kernels.attend_parallel if use_parallel(work) else kernels.attend
+    out, tie_size, tie_gap = kernel(q, k, v, key_mask, real_queries, causal, code, beta, atol,
+                                    rtol, scale, paths)
     return AttentionResult(out.reshape(batch + (T, e)), tie_size.reshape(batch + (T,)),
                            tie_gap.reshape(batch + (T,)))
 

@@ -9,25 +9,56 @@ from satsim.positions import position_features, sinusoidal_table
 from satsim.spec import ModelSpec
 
 
+def _symbol_table(spec: ModelSpec) -> tuple[np.ndarray, dict[str, int]]:
+    """Return a code point → token id table (-1: none) and the symbol → id dict.
+
+    The table covers the spec's one-character symbols; the dict all its symbols but BOS/EOS.
+    """
+    index = {token: i for i, token in enumerate(spec.vocab) if token not in (spec.bos, spec.eos)}
+    chars = [token for token in index if len(token) == 1]
+    table = np.full(max((ord(c) for c in chars), default=-1) + 1, -1, dtype=np.int64)
+    for c in chars:
+        table[ord(c)] = index[c]
+    return table, index
+
+
+def encoder(spec: ModelSpec):
+    """Return a function string → int64 token ids (BOS/EOS added), for encoding many strings."""
+    table, index = _symbol_table(spec)
+    bos = None if spec.bos is None else spec.vocab.index(spec.bos)
+    eos = None if spec.eos is None else spec.vocab.index(spec.eos)
+    offset = bos is not None
+    extra = offset + (eos is not None)
+
+    def encode_one(string: str) -> np.ndarray:
+        ids = np.empty(len(string) + extra, dtype=np.int64)
+        if bos is not None:
+            ids[0] = bos
+        body = ids[offset : offset + len(string)]
+        codes = np.frombuffer(string.encode("utf-32-le"), dtype=np.uint32)
+        if codes.size and int(codes.max()) < table.size:
+            body[:] = table[codes]
+        else:
+            body[:] = -1
+        if body.size and body.min() < 0:
+            try:
+                body[:] = [index[symbol] for symbol in string]
+            except KeyError:
+                position = next(i for i, symbol in enumerate(string) if symbol not in index)
+                raise SatsimError(
+                    f"symbol {string[position]!r} at position {position} is not in the alphabet "
+                    f"of model {spec.name!r} {spec.alphabet}"
+                ) from None
+        if eos is not None:
+            ids[-1] = eos
+        return ids
+
+    return encode_one
+
+
 def encode(spec: ModelSpec, string: str) -> np.ndarray:
     """Return the int64 token ids of ``string`` with the model's BOS/EOS added."""
-    index = {token: i for i, token in enumerate(spec.vocab) if token not in (spec.bos, spec.eos)}
-    ids = np.empty(len(string) + (spec.bos is not None) + (spec.eos is not None), dtype=np.int64)
-    offset = 0
-    if spec.bos is not None:
-        ids[0] = spec.vocab.index(spec.bos)
-        offset = 1
-    try:
-        ids[offset : offset + len(string)] = [index[symbol] for symbol in string]
-    except KeyError:
-        position = next(i for i, symbol in enumerate(string) if symbol not in index)
-        raise SatsimError(
-            f"symbol {string[position]!r} at position {position} is not in the alphabet of "
-            f"model {spec.name!r} {spec.alphabet}"
-        ) from None
-    if spec.eos is not None:
-        ids[-1] = spec.vocab.index(spec.eos)
-    return ids
+    return encoder(spec)(string)
 
 
 def positional_vectors(spec: ModelSpec, n: int) -> np.ndarray | None:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.attention import attention
-from satsim.encoding import embed
-from satsim.kernels.layers import affine, layer_norm
+from satsim.encoding import embed, positional_vectors
+from satsim.kernels.layers import run_affine as affine
+from satsim.kernels.layers import run_layer_norm as layer_norm
 from satsim.reference.forward import AttentionSettings, sublayer
 from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
 
@@ -61,27 +62,53 @@ def apply_feed_forward(x: np.ndarray, mlp: FeedForwardSpec) -> np.ndarray:
     return out.reshape(x.shape)
 
 
-def _project(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    """Per-head projection of (B, T, d) by [H, d, e] weights → (B, H, T, e)."""
+def _project(x: np.ndarray, weights: list[np.ndarray], biases: list[np.ndarray | None]
+             ) -> list[np.ndarray]:
+    """Per-head projections of (B, T, d) by [H, d, e] weights → (B, H, T, e) each, in one pass.
+
+    Every output column is summed on its own, so the result does not depend on which
+    projections share the pass over x.
+    """
     batch, length, _ = x.shape
-    heads, d, e = weight.shape
-    flat = np.ascontiguousarray(weight.transpose(1, 0, 2).reshape(d, heads * e))
-    flat_bias = _bias(None if bias is None else bias.reshape(-1), heads * e, x.dtype)
-    out = affine(_rows(x), flat, flat_bias, False).reshape(batch, length, heads, e)
-    return np.ascontiguousarray(out.transpose(0, 2, 1, 3))
+    flat, flat_bias, widths = [], [], []
+    for weight, bias in zip(weights, biases):
+        heads, d, e = weight.shape
+        flat.append(weight.transpose(1, 0, 2).reshape(d, heads * e))
+        flat_bias.append(_bias(None if bias is None else bias.reshape(-1), heads * e, x.dtype))
+        widths.append((heads, e))
+    out = affine(_rows(x), np.ascontiguousarray(np.concatenate(flat, axis=1)),
+                 np.concatenate(flat_bias), False)
+    results, start = [], 0
+    for heads, e in widths:
+        part = out[:, start : start + heads * e].reshape(batch, length, heads, e)
+        results.append(np.ascontiguousarray(part.transpose(0, 2, 1, 3)))
+        start += heads * e
+    return results
+
+
+def counting_heads(attn: AttentionSpec) -> np.ndarray:
+    """Heads whose scores are constant for every query by construction, from the weights, (H,).
+
+    A zero key map makes every key the row b_K; a zero query map and bias make every query zero.
+    Either way every allowed key ties, and the head is a (prefix) mean of its values.
+    """
+    constant_keys = ~attn.W_K.reshape(attn.W_K.shape[0], -1).any(axis=1)
+    zero_queries = ~attn.W_Q.reshape(attn.W_Q.shape[0], -1).any(axis=1)
+    if attn.b_Q is not None:
+        zero_queries &= ~attn.b_Q.reshape(attn.b_Q.shape[0], -1).any(axis=1)
+    return constant_keys | zero_queries
 
 
 def apply_attention(
     x: np.ndarray, mask: np.ndarray, attn: AttentionSpec, settings: AttentionSettings
 ) -> tuple[np.ndarray, LayerTrace]:
     """Multi-head self-attention of (B, T, d) with padding ``mask`` (B, T)."""
-    q = _project(x, attn.W_Q, attn.b_Q)
-    k = _project(x, attn.W_K, attn.b_K)
-    v = _project(x, attn.W_V, attn.b_V)
+    q, k, v = _project(x, [attn.W_Q, attn.W_K, attn.W_V], [attn.b_Q, attn.b_K, attn.b_V])
     head_mask = mask[:, None, :]
     result = attention(
         q, k, v, kind=settings.kind, beta=settings.beta, causal=attn.causal, mask=head_mask,
         query_mask=head_mask, atol=settings.atol, rtol=settings.rtol,
+        same_scores=counting_heads(attn),
     )
     batch, heads, length, d_v = result.output.shape
     stacked = np.ascontiguousarray(result.output.transpose(0, 2, 1, 3).reshape(-1, heads * d_v))
@@ -98,11 +125,25 @@ def _sublayer(x: np.ndarray, fn, ln: LayerNormSpec | None, spec: ModelSpec) -> n
 def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Return padded input vectors (B, T, d) and the padding mask (B, T) for token id arrays."""
     length = max(len(seq) for seq in ids)
-    x = np.zeros((len(ids), length, spec.d_model), dtype=spec.dtype)
-    mask = np.zeros((len(ids), length), dtype=bool)
-    for row, seq in enumerate(ids):
-        x[row, : len(seq)] = embed(spec, seq)
-        mask[row, : len(seq)] = True
+    if spec.positional.kind not in ("none", "learned", "sinusoidal"):
+        # Position features may depend on the string's length: embed each string alone.
+        x = np.zeros((len(ids), length, spec.d_model), dtype=spec.dtype)
+        mask = np.zeros((len(ids), length), dtype=bool)
+        for row, seq in enumerate(ids):
+            x[row, : len(seq)] = embed(spec, seq)
+            mask[row, : len(seq)] = True
+        return x, mask
+    # Positional rows do not depend on the string's length: one gather, one add for the batch.
+    lengths = np.array([len(seq) for seq in ids])
+    mask = np.arange(length) < lengths[:, None]
+    padded = np.zeros((len(ids), length), dtype=np.int64)
+    padded[mask] = np.concatenate(ids)
+    x = spec.W_E[padded]
+    extra = positional_vectors(spec, int(lengths.max()))
+    if extra is not None:
+        x += extra
+    if not mask.all():
+        x[~mask] = 0
     return x, mask
 
 

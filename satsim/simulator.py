@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from satsim.encoding import encode
+from satsim.encoding import encode, encoder
 from satsim.errors import SatsimError
 from satsim.forward import BatchRun, forward_batch
+from satsim.kernels import announce_compile
+from satsim.kernels.layers import serial_kernels
 from satsim.reference.attention import tie_sets
 from satsim.reference.forward import AttentionSettings
 from satsim.spec import ModelSpec
@@ -86,7 +90,8 @@ class Simulator:
         """Token ids of each string (BOS/EOS added); a symbol outside the vocab raises."""
         if isinstance(strings, str):
             raise SatsimError("pass a list of strings, not a single string")
-        ids = [encode(self.spec, s) for s in strings]
+        encode_one = encoder(self.spec)
+        ids = [encode_one(s) for s in strings]
         if any(len(seq) == 0 for seq in ids):
             raise SatsimError(
                 f"the empty string gives no tokens to model {self.spec.name!r} (it has no BOS/EOS)"
@@ -111,9 +116,26 @@ class Simulator:
         ids = self.encode(strings)
         if not ids:
             return []
+        announce_compile()
         placed: list[tuple[BatchRun, int, int]] = [None] * len(ids)  # type: ignore[list-item]
-        for batch in self._batches(ids):
-            run = forward_batch(self.spec, [ids[i] for i in batch], self.settings, trace)
+        batches = list(self._batches(ids))
+
+        def run_batch(batch: list[int]) -> BatchRun:
+            return forward_batch(self.spec, [ids[i] for i in batch], self.settings, trace)
+
+        def run_serial(batch: list[int]) -> BatchRun:
+            with serial_kernels():
+                return run_batch(batch)
+
+        workers = min(numba.get_num_threads(), len(batches))
+        if workers > 1:
+            # Several batches side by side, each with serial kernels that release the GIL: one
+            # parallel region per kernel call costs milliseconds when the machine is shared.
+            with ThreadPoolExecutor(workers) as pool:
+                runs = list(pool.map(run_serial, batches))
+        else:
+            runs = [run_batch(batch) for batch in batches]
+        for batch, run in zip(batches, runs):
             for row, index in enumerate(batch):
                 placed[index] = (run, row, len(ids[index]))
         return placed

@@ -33,6 +33,8 @@ SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT = 0, 1, 2, 3
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}  # not True: a max starting at -inf needs inf
 # Strict functions say fastmath=False explicitly: left unset, a callee inherits its caller's flags.
 _GENERAL, _SAME_SCORES, _SAME_QUERIES = 0, 1, 2
+GENERAL, SAME_SCORES, UNKNOWN = _GENERAL, _SAME_SCORES, -1
+"""Paths for attend's ``known``: general, every allowed key ties by construction, or detect."""
 _QUERY_BLOCK = 32
 
 
@@ -359,52 +361,243 @@ def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
+def _approx_scores(q, k, start, stop, causal, approx):
+    """Set approx[i - start, j] = q_i . k_j in q's dtype for queries start .. stop - 1.
+
+    Two queries and four keys at a time (eight independent sums, k rows loaded once for both
+    queries); causal rows hold keys j <= i at least. Fastmath: any order, any contraction;
+    :func:`_score_bound` bounds the error.
+    """
+    d = q.shape[1]
+    zero = np.zeros(1, dtype=q.dtype)[0]
+    for i in range(start, stop, 2):
+        i1 = min(i + 1, stop - 1)
+        n = i1 + 1 if causal else k.shape[0]
+        row_a = approx[i - start]
+        row_b = approx[i1 - start]
+        j = 0
+        while j + 4 <= n:
+            a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = zero
+            for t in range(d):
+                qa = q[i, t]
+                qb = q[i1, t]
+                k0, k1, k2, k3 = k[j, t], k[j + 1, t], k[j + 2, t], k[j + 3, t]
+                a0 += qa * k0
+                a1 += qa * k1
+                a2 += qa * k2
+                a3 += qa * k3
+                b0 += qb * k0
+                b1 += qb * k1
+                b2 += qb * k2
+                b3 += qb * k3
+            row_a[j], row_a[j + 1], row_a[j + 2], row_a[j + 3] = a0, a1, a2, a3
+            row_b[j], row_b[j + 1], row_b[j + 2], row_b[j + 3] = b0, b1, b2, b3
+            j += 4
+        while j < n:
+            a0 = b0 = zero
+            for t in range(d):
+                a0 += q[i, t] * k[j, t]
+                b0 += q[i1, t] * k[j, t]
+            row_a[j] = a0
+            row_b[j] = b0
+            j += 1
+
+
+@numba.njit(cache=True, fastmath=False)
+def _score_bound(d, itemsize, scale, q_norm, k_norm_max):
+    """Bound |scale * approx_j - s_j| for every key: s_j the exact-order float64 score.
+
+    Any-order sums of d products in precision u are within γ_d = d·u/(1 - d·u) of the true sum
+    relative to Σ|q_t k_t| <= |q|·|k| (and the strict float64 sum within γ_d(2^-53)), plus an
+    absolute term for underflow; the factor 4 covers the float64 rounding of the bounds.
+    """
+    u = 2.0**-24 if itemsize == 4 else 2.0**-53
+    gamma = d * u / (1.0 - d * u) + d * 2.0**-53 / (1.0 - d * 2.0**-53)
+    tiny = d * (2.0**-140 if itemsize == 4 else 2.0**-1060)
+    return 4.0 * abs(scale) * (gamma * q_norm * k_norm_max + tiny)
+
+
+@numba.njit(cache=True, fastmath=False)
+def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scale, approx,
+                           bound, scores, total, out_row):
+    """Run :func:`_attend_query` for a hard kind, from approximate scores.
+
+    Only keys that may be among the top two or in the tie set get their exact score, so the max,
+    the runner-up, the tie set and the gap are exactly those of the exact scores.
+    """
+    first_best = -np.inf
+    second_best = -np.inf
+    count = 0
+    for j in range(n_keys):
+        if key_mask[j]:
+            a = scale * np.float64(approx[j])
+            count += 1
+            if a > first_best:
+                second_best = first_best
+                first_best = a
+            elif a > second_best:
+                second_best = a
+    if count == 0:
+        return 0, np.nan
+    # Exact max >= first_best - bound, exact runner-up >= second_best - bound: a key whose exact
+    # score is below both the runner-up's and the tie threshold's lower bound plays no part.
+    cut = min(second_best - bound, _tie_threshold(first_best - bound, atol, rtol)) - bound
+    best = -np.inf
+    runner_up = -np.inf
+    for j in range(n_keys):
+        s = -np.inf
+        if key_mask[j] and scale * np.float64(approx[j]) >= cut:
+            s = _score(q_row, k[j], scale)
+            if s > best:
+                runner_up = best
+                best = s
+            elif s > runner_up:
+                runner_up = s
+        scores[j] = s
+    theta = _tie_threshold(best, atol, rtol)
+    total[:] = 0.0
+    size = 0
+    chosen = -1
+    for j in range(n_keys):
+        if scores[j] >= theta:
+            size += 1
+            if kind == SATURATED:
+                _accumulate(total, 1.0, v[j])
+            elif chosen < 0 or kind == UNIQUE_RIGHT:
+                chosen = j
+    if kind == SATURATED:
+        _write_mean(out_row, total, size)
+    else:
+        out_row[:] = v[chosen]
+    return size, best - runner_up
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
 def _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, start,
                   out, tie_size, tie_gap):
-    """Run the general path for queries start .. start + _QUERY_BLOCK - 1 of one item."""
-    S = k.shape[0]
+    """Run the general path for queries start .. start + _QUERY_BLOCK - 1 of one item.
+
+    Hard kinds score the block's keys approximately first (in q's dtype, register-blocked) and
+    compute exact float64 scores only for keys near the top (see :func:`_attend_query_filtered`);
+    softmax, and inputs so large that approximate scores could overflow, score every key exactly.
+    """
+    S, d = k.shape
+    stop = min(start + _QUERY_BLOCK, q.shape[0])
+    n_keys_max = stop if causal else S
     scores = np.empty(S)
     total = np.empty(v.shape[1])
-    for i in range(start, min(start + _QUERY_BLOCK, q.shape[0])):
-        if query_mask[i]:
-            n_keys = i + 1 if causal else S
+    filtered = kind != SOFTMAX
+    if filtered:
+        k_norm_max = 0.0
+        for j in range(n_keys_max):
+            if key_mask[j]:
+                norm = 0.0
+                for t in range(d):
+                    norm += np.float64(k[j, t]) ** 2
+                k_norm_max = max(k_norm_max, norm)
+        k_norm_max = np.sqrt(k_norm_max) * (1.0 + 1e-6)
+        approx = np.empty((_QUERY_BLOCK, n_keys_max), dtype=q.dtype)
+        _approx_scores(q, k, start, stop, causal, approx)
+    for i in range(start, stop):
+        if not query_mask[i]:
+            continue
+        n_keys = i + 1 if causal else S
+        q_norm = 0.0
+        if filtered:
+            for t in range(d):
+                q_norm += np.float64(q[i, t]) ** 2
+            q_norm = np.sqrt(q_norm) * (1.0 + 1e-6)
+        if filtered and q_norm > 0.0 and q_norm * k_norm_max <= 1e36:
+            bound = _score_bound(d, q.itemsize, scale, q_norm, k_norm_max)
+            size, gap = _attend_query_filtered(q[i], k, v, key_mask, n_keys, kind, atol, rtol,
+                                               scale, approx[i - start], bound, scores, total,
+                                               out[i])
+        else:
             size, gap = _attend_query(q[i], k, v, key_mask, n_keys, kind, beta, atol, rtol,
                                       scale, scores, total, out[i])
-            tie_size[i] = size
-            tie_gap[i] = gap
+        tie_size[i] = size
+        tie_gap[i] = gap
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FASTMATH)
-def attend(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale):
+@numba.njit(cache=True, nogil=True, fastmath=False)
+def item_paths(q, k, key_mask, query_mask, causal, kind, known):
+    """Return each item's path, (N,) int64: ``known`` where >= 0, else detected (see attend)."""
+    paths = known.copy()
+    for n in range(q.shape[0]):
+        if paths[n] < 0:
+            paths[n] = _item_path(q[n], k[n], key_mask[n], query_mask[n], causal, kind)
+    return paths
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _attend_item(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, path,
+                 out, tie_size, tie_gap):
+    """Run one item's fast path if it has one; return its path (detected if ``path`` < 0)."""
+    if path < 0:
+        path = _item_path(q, k, key_mask, query_mask, causal, kind)
+    if path == _SAME_SCORES:
+        _attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap)
+    elif path == _SAME_QUERIES:
+        _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
+                             scale, out, tie_size, tie_gap)
+    return path
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _attend_unit(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, block,
+                 out, tie_size, tie_gap):
+    """Run query blocks ``block`` and last - ``block`` of a general item (equal causal cost)."""
+    n_blocks = (q.shape[0] + _QUERY_BLOCK - 1) // _QUERY_BLOCK
+    _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
+                  block * _QUERY_BLOCK, out, tie_size, tie_gap)
+    last = n_blocks - 1 - block
+    if last != block:
+        _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
+                      last * _QUERY_BLOCK, out, tie_size, tie_gap)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def attend(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, known):
     """Attend (N, T, d) queries to (N, S, d) keys and (N, S, e) values; masks (N, S), (N, T).
 
     Return (output (N, T, e) in q's dtype, tie_size (N, T) int64, tie_gap (N, T) float64).
-    ``kind`` is SOFTMAX, SATURATED, UNIQUE_LEFT or UNIQUE_RIGHT; causal needs T == S.
+    ``kind`` is SOFTMAX, SATURATED, UNIQUE_LEFT or UNIQUE_RIGHT; causal needs T == S. ``known``
+    (N,) int64 gives an item's path when the caller knows it (SAME_SCORES: its keys, or its
+    queries, are constant by construction), else -1: the path is detected from q and k. Serial;
+    :func:`attend_parallel` gives the same results bit for bit, in parallel.
     """
+    n_items, T = q.shape[0], q.shape[1]
+    out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
+    tie_size = np.zeros((n_items, T), dtype=np.int64)
+    tie_gap = np.full((n_items, T), np.nan)
+    units_per_item = ((T + _QUERY_BLOCK - 1) // _QUERY_BLOCK + 1) // 2
+    for n in range(n_items):
+        path = _attend_item(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
+                            atol, rtol, scale, known[n], out[n], tie_size[n], tie_gap[n])
+        if path == _GENERAL:
+            for block in range(units_per_item):
+                _attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
+                             atol, rtol, scale, block, out[n], tie_size[n], tie_gap[n])
+    return out, tie_size, tie_gap
+
+
+@numba.njit(cache=True, parallel=True, fastmath=_FASTMATH)
+def attend_parallel(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
+                    known):
+    """:func:`attend` with items, then units of two query blocks of general items, in parallel."""
     n_items, T = q.shape[0], q.shape[1]
     out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
     tie_size = np.zeros((n_items, T), dtype=np.int64)
     tie_gap = np.full((n_items, T), np.nan)
     paths = np.empty(n_items, dtype=np.int64)
     for n in numba.prange(n_items):
-        paths[n] = _item_path(q[n], k[n], key_mask[n], query_mask[n], causal, kind)
-        if paths[n] == _SAME_SCORES:
-            _attend_same_scores(v[n], key_mask[n], query_mask[n], causal, kind, out[n],
-                                tie_size[n], tie_gap[n])
-        elif paths[n] == _SAME_QUERIES:
-            _attend_same_queries(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind,
-                                 beta, atol, rtol, scale, out[n], tie_size[n], tie_gap[n])
+        paths[n] = _attend_item(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
+                                atol, rtol, scale, known[n], out[n], tie_size[n], tie_gap[n])
     # General items in units of two query blocks, p and last - p, so causal units cost the same.
     general = np.nonzero(paths == _GENERAL)[0]
-    n_blocks = (T + _QUERY_BLOCK - 1) // _QUERY_BLOCK
-    units_per_item = (n_blocks + 1) // 2
+    units_per_item = ((T + _QUERY_BLOCK - 1) // _QUERY_BLOCK + 1) // 2
     for unit in numba.prange(general.shape[0] * units_per_item):
         n = general[unit // units_per_item]
-        block = unit % units_per_item
-        _attend_block(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
-                      rtol, scale, block * _QUERY_BLOCK, out[n], tie_size[n], tie_gap[n])
-        last = n_blocks - 1 - block
-        if last != block:
-            _attend_block(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
-                          rtol, scale, last * _QUERY_BLOCK, out[n], tie_size[n], tie_gap[n])
+        _attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
+                     rtol, scale, unit % units_per_item, out[n], tie_size[n], tie_gap[n])
     return out, tie_size, tie_gap

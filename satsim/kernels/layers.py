@@ -1,51 +1,117 @@
 """Numba kernels for the position-wise parts of the forward pass: affine maps and LayerNorm.
 
-Rows are independent, so each kernel runs ``prange`` over rows and accumulates in float64.
-Their NumPy references are in :mod:`satsim.reference.forward`.
+Rows are independent and accumulate in float64. Each kernel comes twice, with the same row
+function, compiled strictly (no fastmath: contraction or reassociation could differ between the
+two callers' inlined copies) and hence bit-identical results: ``affine`` / ``layer_norm`` run
+serially, and ``affine_parallel`` / ``layer_norm_parallel`` run ``prange`` over chunks of rows.
+A parallel region costs tens of microseconds on an idle machine and milliseconds on a shared one
+(its threads wait for a core), so :func:`use_parallel` keeps small work serial. Their NumPy
+references are in :mod:`satsim.reference.forward`.
 """
 
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 import numba
 import numpy as np
 
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
-
 ROWS_PER_CHUNK = 256
+_ROW_BLOCK = 64
+PARALLEL_WORK = 1 << 24
+"""Multiply-adds (or comparable steps) below which a kernel runs serially: about 10 ms of work."""
 
 
-@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
-def affine(x, weight, bias, relu):  # pragma: no cover - compiled
-    """Return x @ weight + bias for each row of x (rows × d_in), optionally through ReLU."""
-    rows, d_in = x.shape
+_local = threading.local()
+
+
+def use_parallel(work: int) -> bool:
+    """Whether work of this many steps is worth a parallel region (more than one thread, too).
+
+    Never inside :func:`serial_kernels`: its callers already run several batches at once.
+    """
+    if getattr(_local, "serial", False):
+        return False
+    return work >= PARALLEL_WORK and numba.get_num_threads() > 1
+
+
+@contextmanager
+def serial_kernels():
+    """Within this block, this thread runs every kernel serially.
+
+    The serial kernels release the GIL, so threads running batches side by side use the cores
+    without nested parallel regions.
+    """
+    before = getattr(_local, "serial", False)
+    _local.serial = True
+    try:
+        yield
+    finally:
+        _local.serial = before
+
+
+@numba.njit(cache=True, fastmath=False)
+def _affine_rows(x, weight, bias, relu, out, start, stop):  # pragma: no cover - compiled
+    """Write x[r] @ weight + bias (optionally through ReLU) to out[r] for start <= r < stop.
+
+    Blocks of _ROW_BLOCK rows are transposed to float64 so that the inner loop runs over rows
+    (vectorised); each output still sums bias, then the products in input order.
+    """
+    d_in = x.shape[1]
     d_out = weight.shape[1]
-    out = np.empty((rows, d_out), dtype=x.dtype)
-    n_chunks = (rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
-    for chunk in numba.prange(n_chunks):
-        acc = np.empty(d_out, dtype=np.float64)  # one float64 accumulator per chunk of rows
-        for r in range(chunk * ROWS_PER_CHUNK, min(rows, (chunk + 1) * ROWS_PER_CHUNK)):
-            for c in range(d_out):
-                acc[c] = bias[c]
+    xt = np.empty((d_in, _ROW_BLOCK), dtype=np.float64)
+    acc = np.empty((d_out, _ROW_BLOCK), dtype=np.float64)
+    for block in range(start, stop, _ROW_BLOCK):
+        n = min(_ROW_BLOCK, stop - block)
+        for r in range(n):
             for i in range(d_in):
-                xi = np.float64(x[r, i])
-                if xi != 0.0:
-                    for c in range(d_out):
-                        acc[c] += xi * weight[i, c]
+                xt[i, r] = x[block + r, i]
+        for c in range(d_out):
+            b = np.float64(bias[c])
+            for r in range(n):
+                acc[c, r] = b
+        for i in range(d_in):
             for c in range(d_out):
-                value = acc[c]
+                w = np.float64(weight[i, c])
+                if w != 0.0:
+                    for r in range(n):
+                        acc[c, r] += xt[i, r] * w
+        for r in range(n):
+            for c in range(d_out):
+                value = acc[c, r]
                 if relu and value < 0.0:
                     value = 0.0
-                out[r, c] = value
+                out[block + r, c] = value
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def affine(x, weight, bias, relu):  # pragma: no cover - compiled
+    """Return x @ weight + bias for each row of x (rows × d_in), optionally through ReLU."""
+    out = np.empty((x.shape[0], weight.shape[1]), dtype=x.dtype)
+    _affine_rows(x, weight, bias, relu, out, 0, x.shape[0])
     return out
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
-def layer_norm(x, weight, bias, eps, use_affine):  # pragma: no cover - compiled
-    """Normalise each row of x to zero mean and unit (biased) variance, then scale and shift."""
-    rows, d = x.shape
-    out = np.empty_like(x)
-    for r in numba.prange(rows):
+def affine_parallel(x, weight, bias, relu):  # pragma: no cover - compiled
+    """:func:`affine` with chunks of rows in parallel."""
+    rows = x.shape[0]
+    out = np.empty((rows, weight.shape[1]), dtype=x.dtype)
+    n_chunks = (rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
+    for chunk in numba.prange(n_chunks):
+        _affine_rows(x, weight, bias, relu, out, chunk * ROWS_PER_CHUNK,
+                     min(rows, (chunk + 1) * ROWS_PER_CHUNK))
+    return out
+
+
+@numba.njit(cache=True, fastmath=False)
+def _layer_norm_rows(x, weight, bias, eps, use_affine, out, start, stop):  # pragma: no cover
+    """Normalise rows start .. stop - 1 of x into out."""
+    d = x.shape[1]
+    for r in range(start, stop):
         mean = 0.0
         for c in range(d):
             mean += x[r, c]
@@ -60,4 +126,35 @@ def layer_norm(x, weight, bias, eps, use_affine):  # pragma: no cover - compiled
             if use_affine:
                 y = y * weight[c] + bias[c]
             out[r, c] = y
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def layer_norm(x, weight, bias, eps, use_affine):  # pragma: no cover - compiled
+    """Normalise each row of x to zero mean and unit (biased) variance, then scale and shift."""
+    out = np.empty_like(x)
+    _layer_norm_rows(x, weight, bias, eps, use_affine, out, 0, x.shape[0])
     return out
+
+
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
+def layer_norm_parallel(x, weight, bias, eps, use_affine):  # pragma: no cover - compiled
+    """:func:`layer_norm` with chunks of rows in parallel."""
+    rows = x.shape[0]
+    out = np.empty_like(x)
+    n_chunks = (rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
+    for chunk in numba.prange(n_chunks):
+        _layer_norm_rows(x, weight, bias, eps, use_affine, out, chunk * ROWS_PER_CHUNK,
+                         min(rows, (chunk + 1) * ROWS_PER_CHUNK))
+    return out
+
+
+def run_affine(x, weight, bias, relu):
+    """:func:`affine` or :func:`affine_parallel`, by the amount of work."""
+    kernel = affine_parallel if use_parallel(x.shape[0] * x.shape[1] * weight.shape[1]) else affine
+    return kernel(x, weight, bias, relu)
+
+
+def run_layer_norm(x, weight, bias, eps, use_affine):
+    """:func:`layer_norm` or :func:`layer_norm_parallel`, by the amount of work."""
+    kernel = layer_norm_parallel if use_parallel(4 * x.size) else layer_norm
+    return kernel(x, weight, bias, eps, use_affine)

@@ -1,0 +1,33 @@
+"""The first, compiling run says so; runs with a warm cache say nothing. No timing here."""
+
+import os
+import subprocess
+import sys
+
+SCRIPT = """
+from satsim.kernels import cold_kernels, announce_compile
+print(sorted(cold_kernels()))
+announce_compile()
+announce_compile()  # once per process at most
+"""
+
+
+def _run(env):
+    return subprocess.run([sys.executable, "-c", SCRIPT], env=env, check=True,
+                          capture_output=True, text=True)
+
+
+def test_cold_cache_is_announced_without_compiling(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    done = _run(env)
+    assert done.stdout.strip() == "['affine', 'attend', 'item_paths']"
+    assert done.stderr.count("compiling kernels (first run only") == 1
+    assert not list(tmp_path.rglob("*.nb*"))  # the check itself compiled nothing
+
+
+def test_warm_cache_is_quiet():
+    subprocess.run([sys.executable, "-c", "from satsim import Simulator, constructions; "
+                    "Simulator(constructions.build('dyck1')).accepts(['()'])"], check=True)
+    done = _run(dict(os.environ))
+    assert done.stdout.strip() == "[]"
+    assert "compiling" not in done.stderr
