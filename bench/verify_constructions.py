@@ -26,7 +26,7 @@ from satsim.verification import (
     merged_shuffle_words,
 )
 
-EXHAUSTIVE = {"recognition": {2: 14, 3: 12, 4: 11, 6: 8}, "next-symbol": {2: 12, 3: 10, 4: 8, 6: 6}}
+EXHAUSTIVE = {"recognition": {2: 14, 3: 12, 4: 12, 6: 8}, "next-symbol": {2: 12, 3: 10, 4: 8, 6: 6}}
 BUILT = {"shuffle-dyck2", "shuffle-dyck3", "reset-dyck1"}
 
 
