@@ -118,8 +118,9 @@ def apply_attention(
     return out.reshape(x.shape), trace
 
 
-def _sublayer(x: np.ndarray, fn, ln: LayerNormSpec | None, spec: ModelSpec) -> np.ndarray:
-    return sublayer(x, fn, ln, spec, normalize=apply_layer_norm)
+def _sublayer(x: np.ndarray, fn, ln: LayerNormSpec | None, spec: ModelSpec,
+              keep: bool) -> np.ndarray:
+    return sublayer(x, fn, ln, spec, keep, normalize=apply_layer_norm)
 
 
 def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -154,7 +155,7 @@ def forward_batch(
     x, mask = embed_batch(spec, ids)
     residuals = [x] if trace else None
     layers: list[LayerTrace] | None = [] if trace else None
-    for block in spec.blocks:
+    for layer, block in enumerate(spec.blocks):
         if block.attn is not None:
             traces: list[LayerTrace] = []
 
@@ -163,12 +164,13 @@ def forward_batch(
                 sink.append(layer_trace)
                 return out
 
-            x = _sublayer(x, run_attention, block.ln1, spec)
+            x = _sublayer(x, run_attention, block.ln1, spec, spec.keeps_residual(layer, "attn"))
             if trace:
                 residuals.append(x)
                 layers.append(traces[0])
         if block.mlp is not None:
-            x = _sublayer(x, lambda h, m=block.mlp: apply_feed_forward(h, m), block.ln2, spec)
+            x = _sublayer(x, lambda h, m=block.mlp: apply_feed_forward(h, m), block.ln2, spec,
+                          spec.keeps_residual(layer, "mlp"))
             if trace:
                 residuals.append(x)
     if spec.ln_final is not None:

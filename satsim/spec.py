@@ -209,6 +209,8 @@ class ModelSpec:
 
     Forward pass (``norm`` sets LayerNorm placement, ``residual`` the skip connections):
     ``post``: x = LN(x + f(x)); ``pre``: x = x + f(LN(x)); ``none``: x = x + f(x).
+    ``residual`` is one flag for all sublayers or one per present sublayer, in order (a limit
+    network may keep the skip connection at some sublayers only).
     Attention scores are q·k/√d_head. Recognition accepts iff the readout logit is > 0;
     next-symbol predicts the labels whose logits are > 0 at every position.
     """
@@ -219,7 +221,7 @@ class ModelSpec:
     output: OutputSpec | None = None
     positional: PositionalSpec = field(default_factory=PositionalSpec)
     norm: str = "none"
-    residual: bool = True
+    residual: bool | tuple[bool, ...] = True
     ln_final: LayerNormSpec | None = None
     bos: str | None = None
     eos: str | None = None
@@ -230,6 +232,8 @@ class ModelSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "vocab", tuple(self.vocab))
         object.__setattr__(self, "dim_names", tuple(self.dim_names))
+        if isinstance(self.residual, (list, tuple)):
+            object.__setattr__(self, "residual", tuple(bool(flag) for flag in self.residual))
         object.__setattr__(self, "blocks", tuple(self.blocks))
         _freeze_fields(self, "embed.")
         if self.output is None:
@@ -240,6 +244,9 @@ class ModelSpec:
         dtypes = {array.dtype for array in self.tensors().values()}
         if len(dtypes) > 1:
             raise SpecError(f"all tensors must share one dtype, found {sorted(map(str, dtypes))}")
+        if isinstance(self.residual, tuple) and len(self.residual) != len(self.sublayers()):
+            raise SpecError(f"residual has {len(self.residual)} flags for "
+                            f"{len(self.sublayers())} sublayers")
         if self.output.task == "next-symbol" and self.bos is None:
             raise SpecError("a next-symbol model needs a BOS token (it reads the empty prefix)")
 
@@ -297,6 +304,17 @@ class ModelSpec:
     def d_model(self) -> int:
         """Width of the residual stream."""
         return self.W_E.shape[1]
+
+    def sublayers(self) -> list[tuple[int, str]]:
+        """The (layer, "attn" | "mlp") of every sublayer present, in order."""
+        return [(layer, kind) for layer, block in enumerate(self.blocks)
+                for kind in ("attn", "mlp") if getattr(block, kind) is not None]
+
+    def keeps_residual(self, layer: int, kind: str) -> bool:
+        """Whether the sublayer (``layer``, ``kind``) adds its input back (the skip connection)."""
+        if isinstance(self.residual, bool):
+            return self.residual
+        return self.residual[self.sublayers().index((layer, kind))]
 
     def dim_name(self, index: int) -> str:
         """The name of residual dimension ``index`` (``d{index}`` when the spec has none)."""

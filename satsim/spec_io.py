@@ -49,7 +49,7 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
         "bos": spec.bos,
         "eos": spec.eos,
         "norm": spec.norm,
-        "residual": spec.residual,
+        "residual": spec.residual if isinstance(spec.residual, bool) else list(spec.residual),
         "positional": {"kind": spec.positional.kind, "features": list(spec.positional.features)},
         "blocks": blocks,
         "ln_final": _norm_config(spec.ln_final),
@@ -169,7 +169,8 @@ def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> M
         output=output,
         positional=positional,
         norm=config["norm"],
-        residual=bool(config["residual"]),
+        residual=(tuple(config["residual"]) if isinstance(config["residual"], list)
+                  else bool(config["residual"])),
         ln_final=_layer_norm(config["ln_final"], tensors, "ln_final"),
         bos=config["bos"],
         eos=config["eos"],

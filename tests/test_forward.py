@@ -1,5 +1,7 @@
 """The compiled, batched forward pass agrees with the plain NumPy reference."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from helpers import random_spec
@@ -45,6 +47,13 @@ def test_batching_and_padding_do_not_change_results(task):
     together = simulator.logits(strings)
     for string, logits in zip(strings, together):
         np.testing.assert_allclose(logits, simulator.logits([string])[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm", ["none", "pre", "post"])
+def test_per_sublayer_residuals_match_reference(norm):
+    spec = dataclasses.replace(random_spec(9, norm=norm), residual=(True, False, False, True))
+    for string, logits in zip(["ab", "abba", ""], Simulator(spec).logits(["ab", "abba", ""])):
+        np.testing.assert_allclose(logits, forward(spec, string).logits, rtol=1e-9, atol=1e-9)
 
 
 def test_trace_residuals_match_reference():

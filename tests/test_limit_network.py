@@ -5,7 +5,6 @@ import pytest
 from helpers import random_spec
 
 from satsim import Simulator, constructions
-from satsim.errors import SatsimError
 from satsim.saturation import (
     degrees,
     growth_exponent,
@@ -78,14 +77,13 @@ def test_biases_after_a_plain_layer_norm_stay_in_the_limit():
     assert lim.blocks[1].mlp.b_in is not None
 
 
-def test_a_pre_norm_limit_needs_per_sublayer_residuals_and_says_so():
-    spec = random_spec(0, norm="pre")
-    with pytest.raises(SatsimError, match=r"residual stream at some sublayers only .* 0111"):
-        limit(spec)
-    assert not leading_order(spec).expressible
+def test_a_pre_norm_limit_keeps_the_residual_at_some_sublayers_only():
+    lim = limit(random_spec(0, norm="pre"))
+    assert lim.residual == (False, True, True, True)
+    assert lim.keeps_residual(0, "attn") is False and lim.keeps_residual(1, "mlp") is True
 
 
-@pytest.mark.parametrize("norm", ["none", "post"])
+@pytest.mark.parametrize("norm", ["none", "post", "pre"])
 def test_run_limit_is_the_simulator_on_the_limit_spec(norm):
     spec = random_spec(1, norm=norm, positional="features", task="next-symbol")
     run = run_limit(leading_order(spec), STRINGS)

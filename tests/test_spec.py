@@ -137,6 +137,15 @@ def test_file_without_satsim_metadata(tmp_path):
         ModelSpec.load(path)
 
 
+def test_per_sublayer_residual_flags_round_trip_and_are_checked(tmp_path):
+    spec = dataclasses.replace(random_spec(5, norm="pre"), residual=(False, True, True, False))
+    assert spec.keeps_residual(0, "attn") is False and spec.keeps_residual(1, "mlp") is False
+    spec.save(tmp_path / "m.safetensors")
+    assert ModelSpec.load(tmp_path / "m.safetensors").residual == (False, True, True, False)
+    with pytest.raises(SpecError, match="residual has 3 flags for 4 sublayers"):
+        dataclasses.replace(spec, residual=(True, True, False))
+
+
 def test_astype_converts_every_tensor():
     spec = random_spec(0).astype(np.float32)
     assert {a.dtype for a in spec.tensors().values()} == {np.dtype(np.float32)}

@@ -75,7 +75,7 @@ def _print_description(info: dict) -> None:
     layers = f"{info['n_layers']} layer{'s' if info['n_layers'] != 1 else ''}"
     click.echo(f"d_model {info['d_model']} · {layers} · norm {info['norm']}"
                f"{' (affine)' if info['layer_norm_affine'] else ''} · residual "
-               f"{'on' if info['residual'] else 'off'} · positional {info['positional']}")
+               f"{_residual_text(info['residual'])} · positional {info['positional']}")
     click.echo(f"output {info['task']} · readout {info['readout']} · labels "
                f"{' '.join(info['labels'])}")
     for layer, row in enumerate(info["layers"]):
@@ -105,8 +105,14 @@ def degree_table(spec: ModelSpec) -> dict:
               "dropped": graph.nodes[name].get("dropped", []),
               "saturates": graph.nodes[name].get("saturates")}
              for name in nx.topological_sort(graph) if graph.nodes[name]["op"] != "param"]
-    return {"nodes": nodes, "dropped": network.describe(), "residual_kept": list(network.residual),
-            "expressible": network.expressible}
+    return {"nodes": nodes, "dropped": network.describe(), "residual_kept": list(network.residual)}
+
+
+def _residual_text(residual) -> str:
+    """'on', 'off', or the per-sublayer flags of a limit network, e.g. 'per sublayer 0111'."""
+    if isinstance(residual, bool):
+        return "on" if residual else "off"
+    return "per sublayer " + "".join("1" if keep else "0" for keep in residual)
 
 
 def _print_degrees(table: dict) -> None:
@@ -120,8 +126,7 @@ def _print_degrees(table: dict) -> None:
             notes.append("saturates" if node["saturates"] else "stays soft (degree-0 scores)")
         click.echo(f"{node['name']:<40} {node['op']:<10} {node['degree']:>6}  {'; '.join(notes)}")
     kept = "".join("1" if k else "0" for k in table["residual_kept"])
-    click.echo(f"leading order: residual kept per sublayer {kept or '-'}; "
-               f"{'expressible as a ModelSpec' if table['expressible'] else 'needs run_limit'}")
+    click.echo(f"leading order: residual kept per sublayer {kept or '-'}")
 
 
 @click.command("show")

@@ -88,13 +88,14 @@ def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettin
     return out if attn.b_O is None else out + attn.b_O
 
 
-def sublayer(x, fn, ln: LayerNormSpec | None, spec: ModelSpec, normalize=layer_norm) -> np.ndarray:
-    """Wrap a sublayer with the spec's residual connection and LayerNorm placement."""
+def sublayer(x, fn, ln: LayerNormSpec | None, spec: ModelSpec, keep: bool,
+             normalize=layer_norm) -> np.ndarray:
+    """Wrap a sublayer with its residual connection (``keep``) and the LayerNorm placement."""
     if spec.norm == "pre":
         y = fn(normalize(x, ln))
-        return x + y if spec.residual else y
+        return x + y if keep else y
     y = fn(x)
-    y = x + y if spec.residual else y
+    y = x + y if keep else y
     return normalize(y, ln) if spec.norm == "post" else y
 
 
@@ -106,12 +107,14 @@ def forward(
     ids = encode(spec, string)
     x = embed(spec, ids)
     residuals = [x]
-    for block in spec.blocks:
+    for layer, block in enumerate(spec.blocks):
         if block.attn is not None:
-            x = sublayer(x, lambda h, a=block.attn: self_attention(h, a, settings), block.ln1, spec)
+            x = sublayer(x, lambda h, a=block.attn: self_attention(h, a, settings), block.ln1, spec,
+                         spec.keeps_residual(layer, "attn"))
             residuals.append(x)
         if block.mlp is not None:
-            x = sublayer(x, lambda h, m=block.mlp: feed_forward(h, m), block.ln2, spec)
+            x = sublayer(x, lambda h, m=block.mlp: feed_forward(h, m), block.ln2, spec,
+                         spec.keeps_residual(layer, "mlp"))
             residuals.append(x)
     if spec.ln_final is not None:
         x = layer_norm(x, spec.ln_final)

@@ -3,8 +3,9 @@
 - ``network_graph(spec)`` / ``degrees(spec)``: the network graph (networkx) with each node's degree
   of homogeneity by the rules of seed 001, Table 1.
 - ``limit(spec)``: the leading-order ModelSpec (terms below their sum's degree dropped), to run
-  with saturated attention; ``leading_order(spec)`` and ``run_limit`` also cover limits that one
-  global ``residual`` flag cannot express (pre-LN).
+  with saturated attention; a pre-LN limit keeps the skip connection at some sublayers only,
+  which the spec's per-sublayer ``residual`` flags express. ``leading_order(spec)`` also reports
+  what was dropped, and ``run_limit`` runs it directly.
 - ``exact_limit(spec, string)``: the limit by asymptotic expansion in c, with findings where the
   leading-order network is not the limit (tie sets split by lower-order terms, vanishing terms).
 - Measures (``satsim.saturation.measures``, which runs the torch soft twin): representation

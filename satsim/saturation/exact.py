@@ -221,13 +221,13 @@ class _Evaluator:
         hidden = relu(self.linear(x, "td,de->te", mlp.W_in, mlp.b_in))
         return self.linear(hidden, "te,ed->td", mlp.W_out, mlp.b_out)
 
-    def sublayer(self, x: Series, fn, ln: LayerNormSpec | None, where: str) -> Series:
+    def sublayer(self, x: Series, fn, ln: LayerNormSpec | None, where: str, keep: bool) -> Series:
         spec = self.spec
         if spec.norm == "pre":
             y = fn(self.norm(x, ln, f"{where}.hook_normalized"))
-            return add(x, y) if spec.residual else y
+            return add(x, y) if keep else y
         y = fn(x)
-        y = add(x, y) if spec.residual else y
+        y = add(x, y) if keep else y
         return self.norm(y, ln, f"{where}.hook_normalized") if spec.norm == "post" else y
 
     def run(self, string: str) -> ExactLimit:
@@ -239,12 +239,13 @@ class _Evaluator:
             if block.attn is not None:
                 def attend(h, a=block.attn, w=f"{p}.attn"):
                     return self.attention(h, a, w)
-                x = self.sublayer(x, attend, block.ln1, f"{p}.ln1")
+                x = self.sublayer(x, attend, block.ln1, f"{p}.ln1",
+                                  spec.keeps_residual(layer, "attn"))
                 self.note_vanishing(x, f"{p}.hook_resid_{'mid' if block.mlp else 'post'}")
                 streams.append(x)
             if block.mlp is not None:
                 x = self.sublayer(x, lambda h, m=block.mlp: self.feed_forward(h, m), block.ln2,
-                                  f"{p}.ln2")
+                                  f"{p}.ln2", spec.keeps_residual(layer, "mlp"))
                 self.note_vanishing(x, f"{p}.hook_resid_post")
                 streams.append(x)
         if spec.ln_final is not None:

@@ -118,7 +118,7 @@ class _Builder:
         ln_name = "ln1" if kind == "attn" else "ln2"
         prefix, ln = f"blocks.{layer}.{ln_name}", getattr(block, ln_name)
         fn = self.attention if kind == "attn" else self.feed_forward
-        residual, norm = self.spec.residual, self.spec.norm
+        residual, norm = self.spec.keeps_residual(layer, kind), self.spec.norm
         branch = fn(layer, self.norm(prefix, ln, x) if norm == "pre" else x)
         total = None
         if residual:

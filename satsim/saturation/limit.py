@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
-from satsim.errors import SatsimError
 from satsim.saturation.graph import Sublayer, dropped_terms, network_graph
 from satsim.saturation.respec import with_tensors
 from satsim.saturation.scaling import Rates, rated
@@ -35,11 +34,6 @@ class LeadingOrder:
     residual: tuple[bool, ...]  # per sublayer, in order: does the stream input survive?
     dropped: tuple[tuple[str, str], ...]  # (sum node, dropped term)
     graph: nx.DiGraph
-
-    @property
-    def expressible(self) -> bool:
-        """Whether ``spec`` alone (one global ``residual`` flag) is the leading-order network."""
-        return len(set(self.residual)) <= 1
 
     def describe(self) -> list[str]:
         """One line per dropped term: what goes, in which sum, and the two degrees."""
@@ -84,20 +78,12 @@ def leading_order(spec: ModelSpec, rates: Rates | None = None) -> LeadingOrder:
                "description": f"leading-order (saturated limit) network of {spec.name}"}
     if "hook_pos_embed" in gone:
         changes["positional"] = PositionalSpec()
-    if residual and len(set(residual)) == 1:
-        changes["residual"] = residual[0]
+    if residual:
+        changes["residual"] = residual[0] if len(set(residual)) == 1 else tuple(residual)
     out = replace(out, **changes)
     return LeadingOrder(spec, out, tuple(residual), tuple(dropped), graph)
 
 
 def limit(spec: ModelSpec, rates: Rates | None = None) -> ModelSpec:
     """Return the leading-order ModelSpec whose saturated run is lim f(x; cθ) in direction."""
-    network = leading_order(spec, rates)
-    if not network.expressible:
-        kept = "".join("1" if keep else "0" for keep in network.residual)
-        raise SatsimError(
-            f"the limit of {spec.name!r} keeps the residual stream at some sublayers only "
-            f"(per sublayer: {kept}), which ModelSpec's single `residual` flag cannot express; "
-            "use satsim.saturation.leading_order(spec) and run_limit"
-        )
-    return network.spec
+    return leading_order(spec, rates).spec

@@ -199,11 +199,12 @@ class SoftTransformer(nn.Module):
         ln = getattr(spec.blocks[layer], ln_name)
         name = f"blocks.{layer}.{ln_name}"
         bag = getattr(self.blocks[layer], ln_name)
+        keep = spec.keeps_residual(layer, "attn" if ln_name == "ln1" else "mlp")
         if spec.norm == "pre":
             y = fn(self._norm(x, bag, ln.eps, name, hook))
-            return x + y if spec.residual else y
+            return x + y if keep else y
         y = fn(x)
-        y = x + y if spec.residual else y
+        y = x + y if keep else y
         return self._norm(y, bag, ln.eps, name, hook) if spec.norm == "post" else y
 
     def forward(self, tokens: Tensor, lengths: Tensor | None = None, *, beta: float = 1.0,
