@@ -7,6 +7,7 @@ public samplers. Every sample is reproducible from (n, min_len, max_len, seed).
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
@@ -211,7 +212,7 @@ class Language(ABC):
         the language override this.
         """
         size = len(self.alphabet)
-        source_lengths = lengths + {"replace": 0, "insert": -1, "delete": 1}[kind]
+        source_lengths = lengths + EDIT_SHIFT[kind]
         sources = self._positives_for_lengths(source_lengths, rng)
         where = (rng.random(len(lengths)) * (source_lengths + (kind == "insert"))).astype(int)
         shift = rng.integers(1 if kind == "replace" else 0, size, size=len(lengths)).tolist()
@@ -269,6 +270,7 @@ class Language(ABC):
         rng: np.random.Generator,
     ) -> tuple[np.ndarray, list[str]]:
         """Return n lengths (uniform over lengths with some usable label) and a label for each."""
+        usable = functools.cache(usable)
         lengths = self._draw_lengths(n, min_len, max_len, lambda L: bool(usable(L)), kind, rng)
         picks = rng.random(len(lengths)).tolist()
         labels = []
@@ -315,12 +317,9 @@ class Language(ABC):
         then the generator uniform over those that can produce it.
         """
         allowed = self._label_pool(labels)
-        usable_at: dict[int, tuple[str, ...]] = {}
 
         def usable(length: int) -> tuple[str, ...]:
-            if length not in usable_at:
-                usable_at[length] = tuple(g for g in self.generators_for(length) if g in allowed)
-            return usable_at[length]
+            return tuple(g for g in self.generators_for(length) if g in allowed)
 
         rng = np.random.default_rng(seed)
         lengths, labels = self._draw_labelled(n, min_len, max_len, usable, "negative", rng)
@@ -361,9 +360,8 @@ class Language(ABC):
         lo, hi = check_count(min_len, "min_len"), check_count(max_len, "max_len")
 
         def usable(length: int) -> tuple[str, ...]:
-            shift = {"replace": 0, "insert": -1, "delete": 1}
             return tuple(
-                g for g in EDITS if lo <= length + shift[g] <= hi and self._can(g, length)
+                g for g in EDITS if lo <= length + EDIT_SHIFT[g] <= hi and self._can(g, length)
             )
 
         rng = np.random.default_rng(seed)
@@ -383,4 +381,5 @@ class Language(ABC):
 
 
 EDITS = ("replace", "insert", "delete")
+EDIT_SHIFT = {"replace": 0, "insert": -1, "delete": 1}  # source length minus edited length
 GENERIC = (*EDITS, "random")

@@ -18,7 +18,7 @@ def _to_str(steps: np.ndarray) -> str:
     return (40 + (steps < 0)).astype(np.uint8).tobytes().decode("ascii")
 
 
-def _shuffled_steps(n_open: int, n_close: int, rng: np.random.Generator) -> np.ndarray:
+def shuffled_steps(n_open: int, n_close: int, rng: np.random.Generator) -> np.ndarray:
     """Return a uniformly random arrangement of n_open +1s and n_close -1s."""
     steps = np.full(n_open + n_close, -1, dtype=np.int8)
     steps[:n_open] = 1
@@ -156,9 +156,6 @@ class Dyck1(Language):
             return ("insert", "delete", "random")
         return ("flip", "dip-once", "wrong-order", "random")
 
-    def _negative(self, label: str, length: int, rng: np.random.Generator) -> str:
-        return getattr(self, "_neg_" + label.replace("-", "_"))(length, rng)
-
     def _neg_flip(self, length: int, rng: np.random.Generator) -> str:
         """Flip one symbol of a positive (the final depth becomes +-2)."""
         w = _uniform_dyck(length, rng)
@@ -186,7 +183,7 @@ class Dyck1(Language):
 
     def _neg_wrong_order(self, length: int, rng: np.random.Generator) -> str:
         """Shuffle L/2 "(" and L/2 ")" uniformly (Dyck words are rejected by the caller)."""
-        return _to_str(_shuffled_steps(length // 2, length // 2, rng))
+        return _to_str(shuffled_steps(length // 2, length // 2, rng))
 
     def _neg_random(self, length: int, rng: np.random.Generator) -> str:
         """Draw a uniformly random string of ``length`` (positives are rejected by the caller)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Sequence
 import networkx as nx
 import numpy as np
 
-from languages.base import EDITS, EOS, GENERIC, Language, LanguageError, check_count
+from languages.base import EDIT_SHIFT, EDITS, EOS, GENERIC, Language, LanguageError, check_count
 from languages.paths import PathCounter
 
 EDIT_CHUNK_CELLS = 1 << 22  # bound on (strings x length x states) per vectorised edit search
@@ -150,7 +150,7 @@ class RegularLanguage(Language):
 
         A positive without such an edit gets None (the caller draws again).
         """
-        source_lengths = lengths + {"replace": 0, "insert": -1, "delete": 1}[kind]
+        source_lengths = lengths + EDIT_SHIFT[kind]
         sources = self._positives_for_lengths(source_lengths, rng)
         edited: list[str | None] = [None] * len(sources)
         order = np.argsort(source_lengths, kind="stable").tolist()  # similar lengths together

@@ -20,7 +20,7 @@ from math import lgamma
 
 import numpy as np
 
-from languages.dyck1 import uniform_dyck_steps
+from languages.dyck1 import shuffled_steps, uniform_dyck_steps
 
 
 def _log_binomial(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -32,7 +32,6 @@ class SegmentCounts:
     """Log-counts of Reset-Dyck-1 strings, their segments, grown on demand."""
 
     def __init__(self) -> None:
-        self.log_n = np.zeros(1)
         self._grow(64)
 
     def _grow(self, length: int) -> None:
@@ -58,9 +57,7 @@ class SegmentCounts:
 
 def uniform_prefix_steps(length: int, rng: np.random.Generator) -> np.ndarray:
     """A uniform non-negative ±1 path of ``length`` steps (any end height)."""
-    steps = np.full(length, -1, dtype=np.int8)
-    steps[: (length + 1) // 2] = 1
-    steps = rng.permutation(steps)
+    steps = shuffled_steps((length + 1) // 2, length // 2, rng)
     heights = np.cumsum(steps, dtype=np.int64)
     previous_low = np.minimum.accumulate(np.concatenate([[0], heights]))[:-1]
     steps[heights < previous_low] = 1

@@ -8,13 +8,15 @@ from satsim.errors import SatsimError
 from satsim.reference.attention import ATTENTION_KINDS
 
 
-def load_model(lang_name: str, model_path: str | None, task: str = "recognition"):
+def load_model(lang_name: str | None, model_path: str | None, task: str = "recognition"):
     """The saved model at ``model_path``, or the language's hand-built construction."""
     from satsim import constructions
     from satsim.spec import ModelSpec
 
     if model_path is not None:
         return ModelSpec.load(model_path)
+    if lang_name is None:
+        raise SatsimError("give --lang L (its construction) or --model PATH")
     if lang_name not in constructions.names():
         raise SatsimError(
             f"language {lang_name!r} has no built-in construction "

@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from satsim.commands.show import load_model
+from satsim.commands.options import load_model
 from satsim.errors import SatsimError
 from satsim.spec import ModelSpec
 

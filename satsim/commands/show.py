@@ -7,22 +7,8 @@ import json
 import click
 import numpy as np
 
-from satsim.errors import SatsimError
+from satsim.commands.options import load_model
 from satsim.spec import AttentionSpec, ModelSpec
-
-
-def load_model(lang_name: str | None, model_path: str | None) -> ModelSpec:
-    """The saved model at ``model_path``, else the hand-built construction of ``lang_name``."""
-    from satsim import constructions
-
-    if model_path is not None:
-        return ModelSpec.load(model_path)
-    if lang_name is None:
-        raise SatsimError("give --lang L (its construction) or --model PATH")
-    if lang_name not in constructions.names():
-        raise SatsimError(f"language {lang_name!r} has no built-in construction (built in: "
-                          f"{', '.join(constructions.names())}); pass --model PATH")
-    return constructions.build(lang_name)
 
 
 def head_kind(attn: AttentionSpec, head: int) -> str:

@@ -150,6 +150,26 @@ def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
+    """Write the saturated mean or the unique-hard pick of the keys scoring ≥ theta; return |S|."""
+    total[:] = 0.0
+    size = 0
+    chosen = -1
+    for j in range(n_keys):
+        if key_mask[j] and scores[j] >= theta:
+            size += 1
+            if kind == SATURATED:
+                _accumulate(total, 1.0, v[j])
+            elif chosen < 0 or kind == UNIQUE_RIGHT:
+                chosen = j
+    if kind == SATURATED:
+        _write_mean(out_row, total, size)
+    else:
+        out_row[:] = v[chosen]
+    return size
+
+
+@numba.njit(cache=True, fastmath=False)
 def _attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, scores, total,
                   out_row):
     """Attend one query to the allowed keys below n_keys; write out_row, return (size, gap)."""
@@ -171,32 +191,21 @@ def _attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, 
     if count == 0:
         return 0, np.nan
     theta = _tie_threshold(best, atol, rtol)
+    if kind != SOFTMAX:
+        return _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row), \
+            best - runner_up
     total[:] = 0.0
     size = 0
-    chosen = -1
     weights = 0.0
     for j in range(n_keys):
-        if not key_mask[j]:
-            continue
-        s = scores[j]
-        tied = s >= theta
-        if tied:
-            size += 1
-        if kind == SOFTMAX:
+        if key_mask[j]:
+            s = scores[j]
+            if s >= theta:
+                size += 1
             w = np.exp(beta * (s - best))
             weights += w
             _accumulate(total, w, v[j])
-        elif tied:
-            if kind == SATURATED:
-                _accumulate(total, 1.0, v[j])
-            elif chosen < 0 or kind == UNIQUE_RIGHT:
-                chosen = j
-    if kind == SOFTMAX:
-        _write_mean(out_row, total, weights)
-    elif kind == SATURATED:
-        _write_mean(out_row, total, size)
-    else:
-        out_row[:] = v[chosen]
+    _write_mean(out_row, total, weights)
     return size, best - runner_up
 
 
@@ -455,21 +464,7 @@ def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scal
                 runner_up = s
         scores[j] = s
     theta = _tie_threshold(best, atol, rtol)
-    total[:] = 0.0
-    size = 0
-    chosen = -1
-    for j in range(n_keys):
-        if scores[j] >= theta:
-            size += 1
-            if kind == SATURATED:
-                _accumulate(total, 1.0, v[j])
-            elif chosen < 0 or kind == UNIQUE_RIGHT:
-                chosen = j
-    if kind == SATURATED:
-        _write_mean(out_row, total, size)
-    else:
-        out_row[:] = v[chosen]
-    return size, best - runner_up
+    return _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row), best - runner_up
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
