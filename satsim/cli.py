@@ -69,29 +69,28 @@ def run_command(lang_name, model_path, task, attention, beta, atol, rtol, string
         if sys.stdin.isatty():
             raise SatsimError("give STRINGS, or pipe one string per line into standard input")
         strings = tuple(line.rstrip("\n") for line in sys.stdin)
-    for string in strings:
-        language.contains(string)  # symbols outside the alphabet stop here, with a message
+    members = [language.contains(s) for s in strings]  # bad symbols stop here, with a message
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     from satsim.evaluation import predict
 
-    for string, answer in zip(strings, predict(simulator, list(strings))):
+    for string, member, answer in zip(strings, members, predict(simulator, list(strings))):
         if isinstance(answer, list):
             truth = language.next_symbols(string)
             verdict = "sets" if answer == truth else "sets!"
         else:
-            truth = language.contains(string)
+            truth = member
             verdict = "accept" if answer else "reject"
         correct = answer == truth
         if as_json:
             shown_answer = [sorted(a) for a in answer] if isinstance(answer, list) else bool(answer)
             click.echo(json.dumps({"string": string if len(string) <= 1000 else None,
                                    "length": len(string), "answer": shown_answer,
-                                   "in_language": language.contains(string),
+                                   "in_language": member,
                                    "correct": bool(correct)}))
         else:
             shown = string if len(string) <= 60 else f"{string[:28]}…{string[-28:]} ({len(string)})"
-            member = "in " if language.contains(string) else "out"
-            click.echo(f"{verdict:<7} oracle {member}  {'ok' if correct else 'WRONG':<5} {shown!r}")
+            oracle = "in " if member else "out"
+            click.echo(f"{verdict:<7} oracle {oracle}  {'ok' if correct else 'WRONG':<5} {shown!r}")
 
 
 @cli.command("languages")

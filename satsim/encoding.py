@@ -9,22 +9,21 @@ from satsim.positions import position_features, sinusoidal_table
 from satsim.spec import ModelSpec
 
 
-def _symbol_table(spec: ModelSpec) -> tuple[np.ndarray, dict[str, int]]:
-    """Return a code point → token id table (-1: none) and the symbol → id dict.
+def _symbol_table(spec: ModelSpec) -> np.ndarray:
+    """Return a code point → token id table (-1: not an input symbol of the spec).
 
-    The table covers the spec's one-character symbols; the dict all its symbols but BOS/EOS.
+    Every input symbol is one character (the spec checks this), so the table covers them all.
     """
     index = {token: i for i, token in enumerate(spec.vocab) if token not in (spec.bos, spec.eos)}
-    chars = [token for token in index if len(token) == 1]
-    table = np.full(max((ord(c) for c in chars), default=-1) + 1, -1, dtype=np.int64)
-    for c in chars:
-        table[ord(c)] = index[c]
-    return table, index
+    table = np.full(max((ord(c) for c in index), default=-1) + 1, -1, dtype=np.int64)
+    for c, token_id in index.items():
+        table[ord(c)] = token_id
+    return table
 
 
 def encoder(spec: ModelSpec):
     """Return a function string → int64 token ids (BOS/EOS added), for encoding many strings."""
-    table, index = _symbol_table(spec)
+    table = _symbol_table(spec)
     bos = None if spec.bos is None else spec.vocab.index(spec.bos)
     eos = None if spec.eos is None else spec.vocab.index(spec.eos)
     offset = bos is not None
@@ -36,19 +35,14 @@ def encoder(spec: ModelSpec):
             ids[0] = bos
         body = ids[offset : offset + len(string)]
         codes = np.frombuffer(string.encode("utf-32-le"), dtype=np.uint32)
-        if codes.size and int(codes.max()) < table.size:
-            body[:] = table[codes]
-        else:
-            body[:] = -1
+        inside = codes < table.size
+        body[:] = np.where(inside, table[np.where(inside, codes, 0)], -1) if table.size else -1
         if body.size and body.min() < 0:
-            try:
-                body[:] = [index[symbol] for symbol in string]
-            except KeyError:
-                position = next(i for i, symbol in enumerate(string) if symbol not in index)
-                raise SatsimError(
-                    f"symbol {string[position]!r} at position {position} is not in the alphabet "
-                    f"of model {spec.name!r} {spec.alphabet}"
-                ) from None
+            position = int(np.argmax(body < 0))
+            raise SatsimError(
+                f"symbol {string[position]!r} at position {position} is not in the alphabet "
+                f"of model {spec.name!r} {spec.alphabet}"
+            )
         if eos is not None:
             ids[-1] = eos
         return ids

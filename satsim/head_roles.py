@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from satsim.simulator import Simulator
+from satsim.simulator import Simulator, Trace
 
 SIZE_BUCKETS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 64), (65, 256), (257, None))
 
@@ -65,9 +65,16 @@ def head_roles(
     global_fraction: float = 0.5,
 ) -> list[HeadRole]:
     """Classify every head of the simulator's model on ``strings`` as local, global or mixed."""
+    return roles_from_traces(simulator.traces(list(strings)), local_max, global_fraction)
+
+
+def roles_from_traces(
+    traces: Sequence[Trace], local_max: int = 3, global_fraction: float = 0.5
+) -> list[HeadRole]:
+    """Classify every head as local, global or mixed from traces the caller already has."""
     sizes: dict[tuple[int, int], list[np.ndarray]] = {}
     fractions: dict[tuple[int, int], list[np.ndarray]] = {}
-    for trace in simulator.traces(list(strings)):
+    for trace in traces:
         for layer, heads in enumerate(trace.layers):
             if heads is None:
                 continue

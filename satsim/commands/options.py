@@ -6,6 +6,7 @@ import click
 
 from satsim.errors import SatsimError
 from satsim.reference.attention import ATTENTION_KINDS
+from satsim.spec import TASKS
 
 
 def load_model(lang_name: str | None, model_path: str | None, task: str = "recognition"):
@@ -45,7 +46,7 @@ MODEL_OPTIONS = [
     click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
     click.option("--model", "model_path", type=click.Path(dir_okay=False),
                  help="A saved model spec (.safetensors); default: the language's construction."),
-    click.option("--task", type=click.Choice(["recognition", "next-symbol"]),
+    click.option("--task", type=click.Choice(TASKS),
                  default="recognition", show_default=True,
                  help="Which construction to build (ignored with --model)."),
     click.option("--attention", type=click.Choice(ATTENTION_KINDS), default="saturated",

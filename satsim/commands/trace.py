@@ -19,19 +19,18 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
             as_json) -> None:
     """Trace STRING through the model: tie sets, tie gaps, and what each head and layer wrote."""
     from satsim.commands.options import get_language
-    from satsim.head_roles import head_roles
+    from satsim.head_roles import roles_from_traces
     from satsim.trace_view import plot_attention, render_json, render_text
 
     language = get_language(lang_name)
-    language.contains(string)  # a symbol outside the alphabet stops here, with a message
+    member = language.contains(string)  # a symbol outside the alphabet stops here
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     trace = simulator.trace(string)
-    roles = {(r.layer, r.head): r.role for r in head_roles(simulator, [string])}
+    roles = {(r.layer, r.head): r.role for r in roles_from_traces([trace])}
     if plot_path:
         plot_attention(simulator.spec, trace, plot_path)
     if as_json:
         click.echo(json.dumps(render_json(simulator.spec, trace, roles)))
     else:
         click.echo(render_text(simulator.spec, trace, roles))
-        member = "in" if language.contains(string) else "not in"
-        click.echo(f"oracle: {string!r} is {member} {language.name}")
+        click.echo(f"oracle: {string!r} is {'in' if member else 'not in'} {language.name}")

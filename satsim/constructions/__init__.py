@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from satsim.errors import SatsimError
-from satsim.spec import ModelSpec
+from satsim.spec import TASKS, ModelSpec
 
 from .blocks import build_blocks
 from .dyck import build_shuffle_dyck
@@ -28,7 +28,6 @@ _BUILDERS: dict[str, Callable[..., ModelSpec]] = {
     "first": build_first,
     "reset-dyck1": build_reset_dyck1,
 }
-TASKS = ("recognition", "next-symbol")
 
 
 def names() -> list[str]:

@@ -100,15 +100,9 @@ class Builder:
         return AttentionSpec(W_Q=w_q, W_K=w_k, W_V=w_v, W_O=w_o, causal=heads[0].causal)
 
     def _feed_forward(self, neurons: list[Neuron]) -> FeedForwardSpec:
-        w_in = np.zeros((self.r.width, len(neurons)), dtype=self.dtype)
-        w_out = np.zeros((len(neurons), self.r.width), dtype=self.dtype)
-        bias = np.zeros(len(neurons), dtype=self.dtype)
-        for unit, neuron in enumerate(neurons):
-            for dim, weight in neuron.reads.items():
-                w_in[self.r.index[dim], unit] = weight
-            for dim, weight in neuron.writes.items():
-                w_out[unit, self.r.index[dim]] = weight
-            bias[unit] = neuron.bias
+        w_in = self.r.columns([neuron.reads for neuron in neurons])
+        w_out = np.ascontiguousarray(self.r.columns([neuron.writes for neuron in neurons]).T)
+        bias = np.array([neuron.bias for neuron in neurons], dtype=self.dtype)
         has_bias = bool(np.any(bias))
         return FeedForwardSpec(W_in=w_in, W_out=w_out, b_in=bias if has_bias else None)
 
@@ -116,20 +110,14 @@ class Builder:
         if not self.features:
             return PositionalSpec()
         names = tuple(self.features)
-        w_feat = np.zeros((len(names), self.r.width), dtype=self.dtype)
-        for row, name in enumerate(names):
-            for dim, weight in self.features[name].items():
-                w_feat[row, self.r.index[dim]] = weight
+        w_feat = np.ascontiguousarray(self.r.columns([self.features[n] for n in names]).T)
         return PositionalSpec("features", features=names, W_feat=w_feat)
 
     def build(self, readout: dict[str, Weights], task: str = "recognition",
               bias: dict[str, float] | None = None) -> ModelSpec:
         """Finish the model: ``readout`` maps each output label to the dims its logit reads."""
         labels = tuple(readout)
-        w_u = np.zeros((self.r.width, len(labels)), dtype=self.dtype)
-        for column, label in enumerate(labels):
-            for dim, weight in readout[label].items():
-                w_u[self.r.index[dim], column] = weight
+        w_u = self.r.columns([readout[label] for label in labels])
         b_u = None
         if bias:
             b_u = np.array([bias.get(label, 0.0) for label in labels], dtype=self.dtype)

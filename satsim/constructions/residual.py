@@ -29,12 +29,12 @@ class Residual:
             matrix[self.index[name], column] = weight
         return matrix
 
-    def write(self, entries: dict[object, float], height: int = 1) -> np.ndarray:
-        """A (height, d_model) matrix writing rows into named dims: {(row, dim): weight}."""
-        matrix = np.zeros((height, self.width), dtype=self.dtype)
-        for key, weight in entries.items():
-            row, name = key if isinstance(key, tuple) else (0, key)
-            matrix[row, self.index[name]] = weight
+    def columns(self, forms: list[dict[str, float]]) -> np.ndarray:
+        """A (d_model, len(forms)) matrix whose column i reads the linear form ``forms[i]``."""
+        matrix = np.zeros((self.width, len(forms)), dtype=self.dtype)
+        for column, form in enumerate(forms):
+            for name, weight in form.items():
+                matrix[self.index[name], column] = weight
         return matrix
 
     def embedding(self, vocab: tuple[str, ...], rows: dict[str, dict[str, float]]) -> np.ndarray:

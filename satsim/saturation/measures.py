@@ -153,7 +153,7 @@ def _leading_target(network: LeadingOrder, run: LimitRun) -> _Target:
 def _naive_target(spec: ModelSpec, strings: Sequence[str], n: int) -> _Target:
     from satsim.simulator import Simulator
 
-    traces = [Simulator(spec).trace(s) for s in strings]
+    traces = Simulator(spec).traces(list(strings))
     streams = [np.stack([_pad(r, n) for r in rows]) for rows in zip(*(t.residuals for t in traces))]
     return _Target(streams, [decide(spec, t.logits) for t in traces])
 

@@ -41,18 +41,6 @@ GRIDS: dict[str, Grid] = {
 """The published grid and a quick one (2 × 2 × 2)."""
 
 
-def get_grid(name: str) -> Grid:
-    """Return the grid called ``name``; SatsimError naming the choices otherwise."""
-    if name not in GRIDS:
-        raise SatsimError(f"unknown grid {name!r}; choose one of {', '.join(GRIDS)}")
-    return GRIDS[name]
-
-
-def _std(x: np.ndarray) -> float:
-    """Return the sample standard deviation (ddof 1), 0 for a single value."""
-    return float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
-
-
 @dataclass
 class Cell:
     """One (K, η_Z, r) setting across seeds."""
@@ -90,14 +78,15 @@ class Cell:
         return {
             "K": self.n_queries, "eta_z": self.eta_z, "r": self.ratio,
             "eta_y": self.eta_z * self.ratio,
-            "entropy_mean": float(self.entropy.mean()), "entropy_std": _std(self.entropy),
+            "entropy_mean": float(self.entropy.mean()),
+            "entropy_std": measures.sample_std(self.entropy),
             "entropy": self.entropy.tolist(),
             "initial_entropy_mean": float(self.initial_entropy.mean()),
             "distinct_share_mean": float(self.distinct_share.mean()),
             "initial_distinct_share_mean": float(self.initial_distinct_share.mean()),
             "loss_mean": float(self.loss.mean()),
             "snap_mean": None if not len(done) else float(done.mean()),
-            "snap_std": None if not len(done) else _std(done),
+            "snap_std": None if not len(done) else measures.sample_std(done),
             "snapped": int(len(done)), "snap": [None if s == NOT_SNAPPED else int(s)
                                                  for s in self.snap],
             "z_distinct": self.z_distinct.tolist(), "z_common": self.z_common,

@@ -83,3 +83,8 @@ def uniform_distinct_entropy() -> float:
     """Return the entropy of the normalised distinct weights k/55 (z = 0): ln 55 - Σ k ln k / 55."""
     k = np.arange(1, 11, dtype=np.float64)
     return float(np.log(k.sum()) - (k * np.log(k)).sum() / k.sum())
+
+
+def sample_std(x: np.ndarray) -> float:
+    """Return the sample standard deviation (ddof 1), 0 for a single value."""
+    return float(np.std(x, ddof=1)) if len(x) > 1 else 0.0

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from satsim.scansnap.measures import uniform_distinct_entropy
+from satsim.scansnap.measures import sample_std, uniform_distinct_entropy
 
 if TYPE_CHECKING:
     from satsim.scansnap.grid import Cell, GridResult
     from satsim.scansnap.trace import TraceResult
-
-
-def _std(x: np.ndarray) -> float:
-    """Return the sample standard deviation (ddof 1), 0 for a single value."""
-    return float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
 
 
 def _snap_text(cell: Cell) -> str:
@@ -55,7 +48,7 @@ def grid_matrix(result: GridResult, markdown: bool = False) -> list[str]:
     for k in grid.n_queries:
         for e in grid.eta_z:
             cells = [result.cell(k, e, r) for r in grid.ratio]
-            rows.append([f"{k}", f"{e:g}", *[f"{c.entropy.mean():.3f} ± {_std(c.entropy):.3f}"
+            rows.append([f"{k}", f"{e:g}", *[f"{c.entropy.mean():.3f} ± {sample_std(c.entropy):.3f}"
                                              for c in cells]])
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
