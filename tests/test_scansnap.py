@@ -27,13 +27,7 @@ from satsim.scansnap.train import (  # noqa: E402
 CHI2_999 = {3: 16.266, 19: 43.820}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Small tensors: one thread avoids OpenMP contention on a busy shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import click
@@ -44,18 +43,13 @@ def _progress(total: int, label: str):
 def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads, trace_text,
             as_json, plot_dir) -> None:
     """Reproduce Scan and Snap: attention entropy over K × η_Z × r, snap points, saturation."""
+    from satsim.commands.torch_setup import import_torch
     from satsim.scansnap.trace import parse_setting
 
     setting = parse_setting(trace_text) if trace_text is not None else None
-    if "torch" not in sys.modules:
-        # idle OpenMP threads sleep instead of spinning: with spinning, 2 threads on a busy
-        # 2-core machine ran this 5-20x slower than 1 thread (DESIGN.md §6)
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    import torch
-
+    import_torch(threads)
     from satsim.scansnap.train import resolve_device
 
-    torch.set_num_threads(threads)
     device = str(resolve_device(device))
     common = dict(iters=iters, batch=batch, zero_init=zero_init, device=device, epsilon=epsilon)
     if setting is not None:

@@ -1,0 +1,99 @@
+"""``satsim train``: train a soft transformer on a language task, with norm-growth metrics."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from satsim.commands.options import get_language
+from satsim.errors import SatsimError
+
+DEFAULTS = {  # the TrainConfig defaults, repeated here so --help shows them without torch
+    "lang": "dyck1", "task": "next-symbol", "split": "bhattamishra", "steps": 1500,
+    "batch_size": 32, "optimizer": "adam", "lr": 3e-3, "weight_decay": 0.0, "momentum": 0.0,
+    "layers": 2, "d_model": 16, "heads": 2, "d_head": 8, "d_mlp": 32, "norm": "pre",
+    "positional": "none", "n_ctx": 256, "seed": 0, "train_size": 2000, "eval_size": 200,
+    "checkpoint_every": 250, "log_every": 25, "device": "auto", "dtype": "float32",
+}
+
+
+def _option(name: str, kind, help_text: str, **extra):
+    """A --name option whose default comes from DEFAULTS."""
+    flag = "--" + name.replace("_", "-")
+    return click.option(flag, name, type=kind, default=DEFAULTS[name], show_default=True,
+                        help=help_text, **extra)
+
+
+@click.command("train")
+@_option("lang", str, "Language to train on (satsim languages).")
+@_option("task", click.Choice(["recognition", "next-symbol"]), "Task.")
+@_option("split", str, "Split preset: bhattamishra, deletang, flare or satsim.")
+@_option("steps", click.IntRange(min=1), "Optimiser steps.")
+@_option("batch_size", click.IntRange(min=1), "Strings per batch.")
+@_option("optimizer", click.Choice(["sgd", "adam", "adamw"]), "Optimiser.")
+@_option("lr", float, "Learning rate.")
+@_option("weight_decay", float, "Weight decay.")
+@_option("momentum", float, "SGD momentum.")
+@_option("layers", click.IntRange(min=1), "Blocks.")
+@_option("d_model", click.IntRange(min=1), "Residual width.")
+@_option("heads", click.IntRange(min=1), "Heads per layer.")
+@_option("d_head", click.IntRange(min=1), "Query/key/value width per head.")
+@_option("d_mlp", click.IntRange(min=1), "Feed-forward width.")
+@_option("norm", click.Choice(["pre", "post", "none"]), "LayerNorm placement.")
+@_option("positional", click.Choice(["none", "learned", "sinusoidal"]), "Positional encoding.")
+@_option("seed", click.IntRange(min=0), "Seed of the data, the initialisation and the batches.")
+@_option("train_size", click.IntRange(min=1), "Training strings.")
+@_option("checkpoint_every", click.IntRange(min=1), "Steps between checkpoints.")
+@_option("log_every", click.IntRange(min=1), "Steps between metrics rows.")
+@_option("device", str, "auto, cpu, cuda or cuda:N.")
+@_option("dtype", click.Choice(["float32", "float64"]), "Precision of training.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Run directory (default runs/LANG-TASK-seedS).")
+@click.option("--resume", is_flag=True,
+              help="Continue the run in --out from its last checkpoint, with its saved settings.")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="torch CPU threads (small models run fastest on one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def command(out, resume, threads, as_json, **settings) -> None:
+    """Train a soft transformer on a language; record norms, projections and saturation."""
+    from satsim.commands.torch_setup import import_torch
+
+    import_torch(threads)
+    from satsim.training.config import TrainConfig
+    from satsim.training.loop import train
+
+    run = Path(out or f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}")
+    if resume:
+        if not (run / "config.json").exists():
+            raise SatsimError(f"nothing to resume: {run} holds no run (config.json)")
+        config = TrainConfig.load(run / "config.json")
+    else:
+        config = TrainConfig.from_dict({**DEFAULTS, **settings})
+        if (run / "config.json").exists():
+            raise SatsimError(f"{run} already holds a run; add --resume or choose another --out")
+    get_language(config.lang)
+    done = 0
+    if resume:
+        from satsim.training.checkpoint import checkpoint_steps
+
+        done = (checkpoint_steps(run) or [0])[-1]
+    bar = click.progressbar(length=config.steps, label=f"training {config.lang}",
+                            file=sys.stderr)
+    try:
+        with bar:
+            bar.update(min(done, config.steps))
+            result = train(config, run, resume=resume, progress=bar.update)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted; continue with: satsim train --resume --out {run}", err=True)
+        raise click.exceptions.Abort() from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict()))
+        return
+    click.echo(f"run {run}: {config.steps} steps in {result.elapsed:.1f} s, ‖θ‖ = "
+               f"{result.norm:.3f}")
+    for split, accuracy in result.eval.items():
+        click.echo(f"  {split:<16} string accuracy {accuracy:.4f}")
+    click.echo(f"report: satsim report {run}")

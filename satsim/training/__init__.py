@@ -1,0 +1,6 @@
+"""Training soft transformers on formal languages, with the norm-growth instrumentation of seed 001.
+
+A run directory holds ``config.json``, ``metrics.jsonl`` (one JSON object per logged step),
+``checkpoints/step-XXXXXXXX.safetensors`` (specs) beside their optimiser state, and
+``final.safetensors``. This package imports torch; ``satsim eval`` never imports it.
+"""

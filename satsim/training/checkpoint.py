@@ -1,0 +1,73 @@
+"""Checkpoints of a run: the spec (safetensors) beside the optimiser state (torch, weights only).
+
+``checkpoints/step-00000250.safetensors`` holds θ after 250 steps as a ModelSpec;
+``step-00000250.state.pt`` holds the optimiser state and θ at the previous logged step (for the
+direction cosine). Both are written to a temporary name and renamed, so a run killed while
+saving leaves the previous checkpoint intact; loading never unpickles (``weights_only=True``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from satsim.errors import SatsimError
+from satsim.spec import ModelSpec
+
+PATTERN = re.compile(r"step-(\d{8})\.safetensors$")
+
+
+def spec_path(run: Path, step: int) -> Path:
+    """Where the spec of the checkpoint at ``step`` lives."""
+    return Path(run) / "checkpoints" / f"step-{step:08d}.safetensors"
+
+
+def state_path(run: Path, step: int) -> Path:
+    """Where the optimiser state of the checkpoint at ``step`` lives."""
+    return spec_path(run, step).with_suffix(".state.pt")
+
+
+def checkpoint_steps(run: Path) -> list[int]:
+    """Steps of the complete checkpoints (spec and state both there), ascending."""
+    folder = Path(run) / "checkpoints"
+    if not folder.is_dir():
+        return []
+    steps = [int(m.group(1)) for p in folder.iterdir() if (m := PATTERN.match(p.name))]
+    return sorted(s for s in steps if state_path(run, s).exists())
+
+
+def _replace(write, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
+    """Write the checkpoint at ``step``: the spec, then the state (which marks it complete)."""
+    spec_path(run, step).parent.mkdir(parents=True, exist_ok=True)
+    _replace(lambda tmp: spec.save(str(tmp)), spec_path(run, step))
+    _replace(lambda tmp: torch.save(state, tmp), state_path(run, step))
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint."""
+
+    step: int
+    spec: ModelSpec
+    state: dict
+
+
+def load_checkpoint(run: Path, step: int) -> Checkpoint:
+    """Read the checkpoint at ``step`` (one-line SatsimError if it is damaged)."""
+    spec = ModelSpec.load(str(spec_path(run, step)))
+    try:
+        state = torch.load(state_path(run, step), map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many kinds for a damaged file
+        raise SatsimError(f"cannot read checkpoint state {state_path(run, step)}: "
+                          f"{str(error).splitlines()[0]}") from None
+    return Checkpoint(step, spec, state)

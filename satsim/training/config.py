@@ -1,0 +1,102 @@
+"""What a training run is: one validated, JSON-round-tripping configuration."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from languages.datasets import PRESETS
+from satsim.errors import SatsimError
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+NORMS = ("pre", "post", "none")
+POSITIONALS = ("none", "learned", "sinusoidal")
+TRAIN_TASKS = ("recognition", "next-symbol")
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every setting of a run; the run directory's config.json holds exactly these fields."""
+
+    lang: str = "dyck1"
+    task: str = "next-symbol"
+    split: str = "bhattamishra"
+    steps: int = 1500
+    batch_size: int = 32
+    optimizer: str = "adam"
+    lr: float = 3e-3
+    weight_decay: float = 0.0
+    momentum: float = 0.0
+    layers: int = 2
+    d_model: int = 16
+    heads: int = 2
+    d_head: int = 8
+    d_mlp: int = 32
+    norm: str = "pre"
+    positional: str = "none"
+    n_ctx: int = 256
+    seed: int = 0
+    train_size: int = 2000
+    eval_size: int = 200
+    checkpoint_every: int = 250
+    log_every: int = 25
+    probe_size: int = 16
+    device: str = "auto"
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        choices = {"optimizer": OPTIMIZERS, "norm": NORMS, "positional": POSITIONALS,
+                   "task": TRAIN_TASKS, "dtype": DTYPES}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise SatsimError(f"unknown {name} {getattr(self, name)!r}; "
+                                  f"known: {', '.join(allowed)}")
+        for name in ("steps", "batch_size", "layers", "d_model", "heads", "d_head", "d_mlp",
+                     "n_ctx", "train_size", "eval_size", "checkpoint_every", "log_every",
+                     "probe_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise SatsimError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise SatsimError(f"seed must be a non-negative integer, got {self.seed!r}")
+        for name in ("lr", "weight_decay", "momentum"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and value >= 0 and value == value
+                    and value != float("inf")):
+                raise SatsimError(f"{name} must be a finite number ≥ 0, got {value!r}")
+        if self.split not in PRESETS:
+            raise SatsimError(f"unknown split preset {self.split!r}; known: {', '.join(PRESETS)}")
+        if self.lr == 0:
+            raise SatsimError("lr must be positive")
+
+    def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        """Rebuild a config; unknown keys are an error (a config from another version)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SatsimError(f"unknown training settings {unknown}")
+        return cls(**data)
+
+    def save(self, path: Path) -> None:
+        """Write config.json."""
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> TrainConfig:
+        """Read config.json, with a one-line error if it is missing or not a config."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise SatsimError(f"no training config at {path}") from None
+        except (OSError, ValueError) as error:
+            raise SatsimError(f"cannot read training config {path}: {error}") from None
+        if not isinstance(data, dict):
+            raise SatsimError(f"{path} is not a training config (expected a JSON object)")
+        return cls.from_dict(data)

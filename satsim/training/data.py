@@ -1,0 +1,113 @@
+"""Training and held-out data of a run: records of a split preset as padded tensors.
+
+The training set is fixed by (language, task, split, train_size, seed); the batch of step t is a
+function of (seed, t) alone, so a resumed run sees exactly the batches an uninterrupted one does.
+Held-out sets: "validation" (fresh strings from the training lengths, none of them trained on)
+and every test split of the preset, each capped at eval_size strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+import languages
+from languages.base import LanguageError
+from languages.datasets import PRESETS, build
+from satsim.errors import SatsimError
+from satsim.spec import ModelSpec
+from satsim.training.config import TrainConfig
+
+
+@dataclass
+class Examples:
+    """Strings with their padded token ids (BOS first), lengths and targets."""
+
+    strings: list[str]
+    tokens: torch.Tensor  # (N, T) int64
+    lengths: torch.Tensor  # (N,) tokens per string, BOS included
+    targets: torch.Tensor  # (N,) labels, or (N, T, K) next-symbol multi-hot
+    mask: torch.Tensor  # (N, T) positions that carry a target (next-symbol)
+
+    def take(self, rows: np.ndarray) -> Examples:
+        """The examples at ``rows``, trimmed to their longest string."""
+        index = torch.from_numpy(np.asarray(rows, dtype=np.int64))
+        width = int(self.lengths[index].max())
+        targets = self.targets[index]
+        if targets.ndim == 3:
+            targets = targets[:, :width]
+        return Examples([self.strings[i] for i in rows], self.tokens[index, :width],
+                        self.lengths[index], targets, self.mask[index, :width])
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+
+def examples(spec: ModelSpec, records: list[dict], task: str) -> Examples:
+    """Turn dataset records into tensors for ``spec`` (its vocab and output labels)."""
+    if not records:
+        raise SatsimError("no strings to train or test on")
+    from satsim.encoding import encoder
+
+    encode = encoder(spec)
+    ids = [encode(r["string"]) for r in records]
+    lengths = torch.tensor([len(seq) for seq in ids], dtype=torch.long)
+    width = int(lengths.max())
+    tokens = torch.zeros((len(ids), width), dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.bool)
+    for row, seq in enumerate(ids):
+        tokens[row, : len(seq)] = torch.from_numpy(seq)
+        mask[row, : len(seq)] = True
+    if task == "recognition":
+        targets = torch.tensor([float(r["label"]) for r in records])
+    else:
+        targets = torch.zeros((len(ids), width, len(spec.output.labels)))
+        for row, r in enumerate(records):
+            targets[row, : len(r["next"])] = torch.tensor(r["next"], dtype=torch.float32)
+    return Examples([r["string"] for r in records], tokens, lengths, targets, mask)
+
+
+def _records(config: TrainConfig) -> dict[str, list[dict]]:
+    """The preset's records by split name, plus a validation split from the training lengths."""
+    try:
+        language = languages.get(config.lang)
+        split_names = [split.name for split in PRESETS[config.split]]
+        by_split: dict[str, list[dict]] = {name: [] for name in split_names}
+        for row in build(language, config.train_size, preset=config.split, task=config.task,
+                         seed=config.seed):
+            by_split[row["split"]].append(row)
+        train = PRESETS[config.split][0]
+        seen = {r["string"] for r in by_split[train.name]}
+        fresh = build(language, 2 * config.eval_size + len(seen) // 4, min_len=train.min_len,
+                      max_len=train.max_len, task=config.task, seed=config.seed + 7919)
+        by_split["validation"] = [r for r in fresh if r["string"] not in seen]
+    except LanguageError as error:
+        raise SatsimError(str(error)) from None
+    return by_split
+
+
+@dataclass
+class RunData:
+    """The training examples and the held-out sets of a run."""
+
+    train: Examples
+    held_out: dict[str, Examples]
+
+    def batch(self, seed: int, step: int, size: int) -> Examples:
+        """The batch of ``step``: ``size`` training examples drawn by (seed, step) alone."""
+        rng = np.random.default_rng([seed, 31, step])
+        rows = rng.choice(len(self.train), size=min(size, len(self.train)), replace=False)
+        return self.train.take(np.sort(rows))
+
+
+def run_data(config: TrainConfig, spec: ModelSpec) -> RunData:
+    """Build the run's data from its config (deterministic in the config)."""
+    by_split = _records(config)
+    train_name = PRESETS[config.split][0].name
+    held_out = {}
+    for name, rows in by_split.items():
+        if name != train_name and rows:
+            held_out[name] = examples(spec, rows[: config.eval_size], config.task)
+    return RunData(examples(spec, by_split[train_name], config.task), held_out)

@@ -1,0 +1,206 @@
+"""The training loop: a soft transformer on a language task, instrumented, checkpointed, resumable.
+
+Step t computes the loss of batch t at θ_t, logs (every ``log_every`` steps, at checkpoints and at
+the last step) θ_t's norms, θ_tᵀ∇L, the update θ_{t+1} − θ_t and representation similarity at
+c = 1000 on fixed probe strings, then updates. Checkpoint t holds θ_t with the optimiser state,
+and held-out accuracies at θ_t are logged with it. Batches depend on (seed, t) only, so resuming
+from checkpoint t replays exactly what an uninterrupted run does (bit-for-bit on the CPU).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import languages
+from languages.base import LanguageError
+from satsim.errors import SatsimError
+from satsim.saturation.measures import representation_similarity
+from satsim.soft import SoftTransformer
+from satsim.soft.device import resolve_device
+from satsim.training.checkpoint import checkpoint_steps, load_checkpoint, save_checkpoint
+from satsim.training.config import TrainConfig
+from satsim.training.data import Examples, RunData, run_data
+from satsim.training.init import initial_spec
+from satsim.training.instruments import parameter_record, snapshot
+from satsim.training.objective import loss_and_correct
+
+REPRESENTATION_SCALE = 1000.0
+EVAL_CHUNK = 256
+
+
+def make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
+    """The run's optimiser: SGD (with momentum), Adam or AdamW, with its weight decay."""
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum,
+                               weight_decay=config.weight_decay)
+    kind = torch.optim.Adam if config.optimizer == "adam" else torch.optim.AdamW
+    return kind(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+def accuracy(model: SoftTransformer, data: Examples, task: str) -> float:
+    """String accuracy of the soft model on ``data`` (every decision right)."""
+    right = 0
+    with torch.no_grad():
+        for start in range(0, len(data), EVAL_CHUNK):
+            batch = data.take(np.arange(start, min(start + EVAL_CHUNK, len(data))))
+            logits = model(batch.tokens.to(model.device), batch.lengths).logits
+            right += int(loss_and_correct(logits, batch, task)[1].sum())
+    return right / len(data)
+
+
+@dataclass
+class TrainResult:
+    """What a finished run reports: where it is, its final held-out accuracies and norm."""
+
+    run: Path
+    steps: int
+    resumed_from: int | None
+    eval: dict[str, float]
+    norm: float
+    elapsed: float
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary."""
+        return {"run": str(self.run), "steps": self.steps, "resumed_from": self.resumed_from,
+                "eval": self.eval, "norm": self.norm, "elapsed": self.elapsed}
+
+
+class _Metrics:
+    """metrics.jsonl: rows appended and flushed; on resume, rows from step ≥ start dropped."""
+
+    def __init__(self, path: Path, start: int) -> None:
+        self.path = path
+        kept = []
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip() and json.loads(line)["step"] < start:
+                    kept.append(line)
+        path.write_text("".join(line + "\n" for line in kept))
+
+    def write(self, row: dict) -> None:
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+
+class Trainer:
+    """One run: the model, optimiser, data and run directory, from a config."""
+
+    def __init__(self, config: TrainConfig, run: Path) -> None:
+        self.config, self.run = config, Path(run)
+        try:
+            language = languages.get(config.lang)
+        except (KeyError, LanguageError) as error:
+            raise SatsimError(str(error).strip("'\"")) from None
+        device = resolve_device(config.device)
+        self.spec0 = initial_spec(config, language.alphabet)
+        self.data: RunData = run_data(config, self.spec0)
+        self.model = SoftTransformer.from_spec(self.spec0, device=device)
+        self.optimizer = make_optimizer(config, self.model.parameters())
+        self.probe = self.data.train.strings[: config.probe_size]
+        self.previous: dict[str, torch.Tensor] | None = None
+        self.elapsed = 0.0
+
+    def restore(self) -> int | None:
+        """Load the last complete checkpoint, if any; return its step."""
+        steps = checkpoint_steps(self.run)
+        if not steps:
+            return None
+        point = load_checkpoint(self.run, steps[-1])
+        tensors = point.spec.tensors()
+        with torch.no_grad():
+            for name, param in self.model.named_parameters():
+                if name not in tensors or tensors[name].shape != tuple(param.shape):
+                    raise SatsimError(f"checkpoint {steps[-1]} does not match the run's model "
+                                      f"at {name}")
+                param.copy_(torch.from_numpy(np.array(tensors[name])))
+        self.optimizer.load_state_dict(point.state["optimizer"])
+        self.previous = point.state.get("previous")
+        self.elapsed = float(point.state.get("elapsed", 0.0))
+        return point.step
+
+    def held_out(self) -> dict[str, float]:
+        """String accuracy on every held-out set at the current θ."""
+        return {name: accuracy(self.model, data, self.config.task)
+                for name, data in self.data.held_out.items()}
+
+    def checkpoint(self, step: int) -> None:
+        """Save θ_step with the optimiser state."""
+        state = {"optimizer": self.optimizer.state_dict(), "previous": self.previous,
+                 "elapsed": torch.tensor(self.elapsed, dtype=torch.float64)}
+        if self.previous is None:
+            del state["previous"]
+        save_checkpoint(self.run, step, self.model.to_spec(), state)
+
+    def step(self, t: int, logged: bool) -> dict | None:
+        """One optimiser step on batch t; the metrics row of θ_t when ``logged``."""
+        config = self.config
+        batch = self.data.batch(config.seed, t, config.batch_size)
+        logits = self.model(batch.tokens.to(self.model.device), batch.lengths).logits
+        loss, correct = loss_and_correct(logits, batch, config.task)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if not torch.isfinite(loss):
+            raise SatsimError(f"the loss became {float(loss)} at step {t}; lower the lr")
+        if not logged:
+            self.optimizer.step()
+            return None
+        named = list(self.model.named_parameters())
+        theta = snapshot(named)
+        grad = snapshot((name, p.grad if p.grad is not None else torch.zeros_like(p))
+                        for name, p in named)
+        similarity = representation_similarity(self.model.to_spec(), self.probe,
+                                               REPRESENTATION_SCALE, device="cpu")
+        self.optimizer.step()
+        after = snapshot(self.model.named_parameters())
+        row = {"step": t, "loss": float(loss.detach()), "accuracy": float(correct.float().mean()),
+               **parameter_record(theta, grad, after, self.previous),
+               "representation_similarity": similarity,
+               "lr": self.optimizer.param_groups[0]["lr"]}
+        self.previous = theta
+        return row
+
+
+def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
+          progress: Callable[[int], None] | None = None) -> TrainResult:
+    """Train a run into directory ``run`` (or resume it from its last checkpoint)."""
+    run = Path(run)
+    if (run / "config.json").exists() and not resume:
+        raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
+    trainer = Trainer(config, run)
+    run.mkdir(parents=True, exist_ok=True)
+    config.save(run / "config.json")
+    start = (trainer.restore() if resume else None) or 0
+    metrics = _Metrics(run / "metrics.jsonl", start)
+    clock = time.perf_counter() - trainer.elapsed
+    for t in range(start, config.steps):
+        at_checkpoint = t % config.checkpoint_every == 0
+        evaluation = trainer.held_out() if at_checkpoint else None
+        if at_checkpoint and t > start or t == 0:
+            trainer.elapsed = time.perf_counter() - clock
+            trainer.checkpoint(t)
+        logged = at_checkpoint or t % config.log_every == 0 or t == config.steps - 1
+        row = trainer.step(t, logged)
+        if row is not None:
+            row["elapsed"] = time.perf_counter() - clock
+            if evaluation is not None:
+                row["eval"] = evaluation
+            metrics.write(row)
+        if progress is not None:
+            progress(1)
+    final_eval = trainer.held_out()
+    trainer.elapsed = time.perf_counter() - clock
+    trainer.checkpoint(config.steps)
+    spec = trainer.model.to_spec()
+    spec.save(str(run / "final.safetensors"))
+    norm = float(np.sqrt(sum(float(np.square(a.astype(np.float64)).sum())
+                             for a in spec.tensors().values())))
+    result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
+    (run / "summary.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    return result

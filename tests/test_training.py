@@ -1,0 +1,188 @@
+"""Training: data, loss, instrumentation, checkpoints, resumption, and the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from satsim.cli import cli
+from satsim.errors import SatsimError
+from satsim.spec import ModelSpec
+from satsim.training.config import TrainConfig
+from satsim.training.data import run_data
+from satsim.training.init import initial_spec
+from satsim.training.instruments import cosine, dot, norms, parameter_record
+from satsim.training.loop import Trainer, train
+
+FIELDS = {"step", "loss", "accuracy", "norm", "norm_layers", "norm_groups", "grad_projection",
+          "update_norm", "update_projection", "direction_cosine", "representation_similarity",
+          "lr", "elapsed"}
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+SMALL = dict(steps=60, log_every=10, checkpoint_every=20, train_size=300, eval_size=40,
+             d_model=8, d_head=4, d_mlp=16, probe_size=4)
+
+
+def rows(run):
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_dyck1_next_symbol_trains_to_99_percent_in_distribution(tmp_path):
+    config = TrainConfig(steps=400, log_every=50, checkpoint_every=200)
+    result = train(config, tmp_path / "run")
+    assert result.eval["validation"] >= 0.99
+    metrics = rows(tmp_path / "run")
+    assert [r["step"] for r in metrics] == [0, 50, 100, 150, 200, 250, 300, 350, 399]
+    for row in metrics:
+        assert FIELDS <= set(row)
+        assert all(value is not None for key, value in row.items()
+                   if not (key == "direction_cosine" and row["step"] == 0))
+        assert len(row["representation_similarity"]) == 1 + 2 * config.layers
+        assert set(row["norm_layers"]) == {"embed", "blocks.0", "blocks.1", "ln_final", "unembed"}
+    assert {r["step"] for r in metrics if "eval" in r} == {0, 200}
+    assert metrics[-1]["norm"] > metrics[0]["norm"]  # the norm grew
+    spec = ModelSpec.load(str(tmp_path / "run" / "final.safetensors"))
+    assert spec.output.labels == ("(", ")", "<eos>") and spec.output.task == "next-symbol"
+
+
+def test_a_killed_run_resumes_to_the_same_weights_and_metrics(tmp_path):
+    config = TrainConfig(**SMALL)
+    whole = train(config, tmp_path / "whole")
+    seen = []
+
+    def kill_at_45(k):
+        seen.append(k)
+        if len(seen) == 45:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "cut", progress=kill_at_45)
+    resumed = train(config, tmp_path / "cut", resume=True)
+    assert resumed.resumed_from == 40 and whole.resumed_from is None
+    a = ModelSpec.load(str(tmp_path / "whole" / "final.safetensors")).tensors()
+    b = ModelSpec.load(str(tmp_path / "cut" / "final.safetensors")).tensors()
+    assert all(np.array_equal(a[name], b[name]) for name in a)
+    for x, y in zip(rows(tmp_path / "whole"), rows(tmp_path / "cut"), strict=True):
+        x.pop("elapsed"), y.pop("elapsed")
+        assert x == y
+
+
+def test_batches_depend_on_seed_and_step_only_and_validation_is_unseen():
+    config = TrainConfig(**SMALL)
+    data = run_data(config, initial_spec(config, ("(", ")")))
+    first, again = data.batch(0, 7, 16), data.batch(0, 7, 16)
+    assert first.strings == again.strings and torch.equal(first.tokens, again.tokens)
+    assert data.batch(0, 8, 16).strings != first.strings
+    assert not set(data.held_out["validation"].strings) & set(data.train.strings)
+    assert set(data.held_out) == {"validation", "test-52-100", "test-102-150"}
+
+
+def test_next_symbol_targets_are_the_oracle_sets():
+    import languages
+
+    config = TrainConfig(**SMALL)
+    data = run_data(config, initial_spec(config, ("(", ")")))
+    language = languages.get("dyck1")
+    batch = data.batch(0, 0, 8)
+    labels = ("(", ")", "<eos>")
+    for row, string in enumerate(batch.strings):
+        want = [frozenset(labels[k] for k in range(3) if target[k] > 0.5)
+                for target in batch.targets[row, : len(string) + 1]]
+        assert want == language.next_symbols(string)
+        assert int(batch.mask[row].sum()) == len(string) + 1
+
+
+def test_gradient_projection_is_the_derivative_along_theta():
+    """θᵀ∇L = d/dε L((1 + ε)θ) at ε = 0, checked by central differences in float64."""
+    config = TrainConfig(**{**SMALL, "dtype": "float64", "task": "recognition", "lang": "anbn"})
+    trainer = Trainer(config, "unused")
+    batch = trainer.data.batch(0, 0, 32)
+    model = trainer.model
+
+    def loss_at(scale):
+        from satsim.training.objective import loss_and_correct
+
+        twin = model.scaled(scale) if scale != 1.0 else model
+        logits = twin(batch.tokens, batch.lengths).logits
+        return loss_and_correct(logits, batch, config.task)[0]
+
+    loss = loss_at(1.0)
+    model.zero_grad()
+    loss.backward()
+    theta = {n: p.detach().double() for n, p in model.named_parameters()}
+    grad = {n: p.grad.double() for n, p in model.named_parameters()}
+    eps = 1e-6  # central differences: truncation ~ eps², rounding ~ 1e-16 / eps
+    with torch.no_grad():
+        numeric = (float(loss_at(1 + eps)) - float(loss_at(1 - eps))) / (2 * eps)
+    assert dot(theta, grad) == pytest.approx(numeric, rel=1e-6, abs=1e-12)
+
+
+def test_parameter_record_measures_norms_updates_and_direction():
+    theta = {"blocks.0.attn.W_Q": torch.tensor([3.0, 0.0]), "unembed.W_U": torch.tensor([4.0])}
+    grad = {"blocks.0.attn.W_Q": torch.tensor([1.0, 2.0]), "unembed.W_U": torch.tensor([-1.0])}
+    after = {"blocks.0.attn.W_Q": torch.tensor([3.0, 1.0]), "unembed.W_U": torch.tensor([6.0])}
+    record = parameter_record(theta, grad, after, previous=after)
+    assert record["norm"] == 5.0
+    assert record["norm_layers"] == {"blocks.0": 3.0, "unembed": 4.0}
+    assert record["grad_projection"] == 3.0 - 4.0
+    assert record["update_norm"] == pytest.approx(math.sqrt(5.0))
+    assert record["update_projection"] == 8.0
+    assert record["direction_cosine"] == pytest.approx(cosine(theta, after))
+    assert norms(theta)[2] == {"blocks.0.attn.W_Q": 3.0, "unembed.W_U": 4.0}
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "adamw"])
+def test_recognition_loss_falls_with_every_optimizer(tmp_path, optimizer):
+    lr = 0.3 if optimizer == "sgd" else 1e-2
+    config = TrainConfig(**{**SMALL, "task": "recognition", "lang": "anbn", "steps": 40,
+                            "optimizer": optimizer, "lr": lr,
+                            "momentum": 0.9 * (optimizer == "sgd"),
+                            "weight_decay": 0.01 * (optimizer == "adamw")})
+    train(config, tmp_path / optimizer)
+    metrics = rows(tmp_path / optimizer)
+    assert np.mean([r["loss"] for r in metrics[-2:]]) < metrics[0]["loss"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"optimizer": "lbfgs"}, "unknown optimizer"),
+    ({"lr": float("nan")}, "lr must be"),
+    ({"steps": 0}, "steps must be"),
+    ({"split": "nope"}, "unknown split preset"),
+    ({"task": "transduction"}, "unknown task"),
+])
+def test_bad_settings_are_one_line_errors(settings, message):
+    with pytest.raises(SatsimError, match=message):
+        TrainConfig(**settings)
+    with pytest.raises(SatsimError, match="unknown training settings"):
+        TrainConfig.from_dict({"layer": 2})
+
+
+def test_cli_trains_resumes_and_refuses_bad_input(tmp_path):
+    runner = CliRunner()
+    out = str(tmp_path / "run")
+    args = ["train", "--steps", "20", "--train-size", "100", "--d-model", "8", "--out", out]
+    result = runner.invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["steps"] == 20 and set(summary["eval"]) >= {"validation"}
+    again = runner.invoke(cli, args, standalone_mode=False)
+    assert isinstance(again.exception, SatsimError)
+    assert "already holds a run" in str(again.exception)
+    resumed = runner.invoke(cli, ["train", "--resume", "--out", out, "--json"])
+    assert json.loads(resumed.output.strip().splitlines()[-1])["resumed_from"] == 20
+    missing = runner.invoke(cli, ["train", "--resume", "--out", str(tmp_path / "none")],
+                            standalone_mode=False)
+    assert "nothing to resume" in str(missing.exception)
+    unknown = runner.invoke(cli, ["train", "--lang", "klingon", "--out", str(tmp_path / "k")],
+                            standalone_mode=False)
+    assert "unknown language" in str(unknown.exception) and not (tmp_path / "k").exists()
+
+
+def test_a_damaged_checkpoint_is_a_one_line_error(tmp_path):
+    config = TrainConfig(**{**SMALL, "steps": 20})
+    train(config, tmp_path / "run")
+    (tmp_path / "run" / "checkpoints" / "step-00000020.state.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(SatsimError, match="cannot read checkpoint state"):
+        train(config, tmp_path / "run", resume=True)
