@@ -1,0 +1,104 @@
+"""``satsim sweep``: a grid of training runs from one command, and its results table."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from satsim.commands.train import DEFAULTS
+from satsim.errors import SatsimError
+
+
+def _value(key: str, text: str):
+    """Parse one setting's value with the type of its default."""
+    if key not in DEFAULTS:
+        raise SatsimError(f"unknown training setting {key!r}; known: {', '.join(DEFAULTS)}")
+    kind = type(DEFAULTS[key])
+    try:
+        return kind(float(text)) if kind is int and "e" in text.lower() else kind(text)
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise SatsimError(f"{key} needs {what}, got {text!r}") from None
+
+
+def _pairs(items: tuple[str, ...], option: str) -> list[tuple[str, str]]:
+    """Split KEY=VALUE items (with - or _ in keys)."""
+    pairs = []
+    for item in items:
+        if "=" not in item:
+            raise SatsimError(f"{option} takes KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        pairs.append((key.strip().replace("-", "_"), value.strip()))
+    return pairs
+
+
+def grid_from_options(lang: str, seed: str, lr: str, vary: tuple[str, ...]) -> dict[str, list]:
+    """The sweep grid: --lang/--seed/--lr lists and every --vary KEY=V1,V2."""
+    grid: dict[str, list] = {}
+    for key, text in [("lang", lang), ("seed", seed), ("lr", lr), *_pairs(vary, "--vary")]:
+        if text:
+            grid[key] = [_value(key, v.strip()) for v in text.split(",") if v.strip()]
+    if not grid:
+        raise SatsimError("nothing to sweep: give --lang, --seed, --lr or --vary KEY=V1,V2")
+    return grid
+
+
+def _table(rows: list[dict]) -> None:
+    """Print one line per run: name, held-out accuracies (— where a set is empty), ‖θ‖, time."""
+    splits = sorted({split for row in rows for split in row["eval"]})
+    click.echo(f"{'run':<28} " + " ".join(f"{s:>13}" for s in splits) + f" {'‖θ‖':>9} {'s':>7}")
+    for row in rows:
+        cells = " ".join(f"{row['eval'][s]:>13.4f}" if s in row["eval"] else f"{'—':>13}"
+                         for s in splits)
+        click.echo(f"{row['name']:<28} {cells} {row['theta_norm']:>9.3f} "
+                   f"{row['elapsed']:>7.1f}")
+
+
+@click.command("sweep")
+@click.option("--out", "out", type=click.Path(file_okay=False), required=True,
+              help="Sweep folder: runs/NAME per run, plan.json, results.jsonl.")
+@click.option("--lang", default="", help="Languages, comma-separated.")
+@click.option("--seed", default="", help="Seeds, comma-separated.")
+@click.option("--lr", default="", help="Learning rates, comma-separated.")
+@click.option("--vary", multiple=True, metavar="KEY=V1,V2",
+              help="Any other training setting to sweep (repeatable).")
+@click.option("--set", "fixed", multiple=True, metavar="KEY=VALUE",
+              help="A setting shared by every run (repeatable), e.g. steps=500.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs at once (one process each, one torch thread each).")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print the planned runs as JSON lines and stop (to hand them to another "
+              "engine: each line is the first argument of satsim.training.sweep.run_one).")
+@click.option("--collect", "collect_only", is_flag=True,
+              help="Only gather the results of finished runs under --out.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
+def command(out, lang, seed, lr, vary, fixed, jobs, plan_only, collect_only, as_json) -> None:
+    """Train a grid of runs (languages × seeds × learning rates × …) and tabulate them."""
+    from satsim.training.sweep import plan
+
+    if collect_only:
+        from satsim.training.sweep import collect
+
+        rows = collect(out)
+    else:
+        base = {**DEFAULTS, **{k: _value(k, v) for k, v in _pairs(fixed, "--set")}}
+        configs = plan(base, grid_from_options(lang, seed, lr, vary))
+        if plan_only:
+            for planned in configs:
+                click.echo(json.dumps(planned))
+            return
+        from satsim.commands.torch_setup import import_torch
+
+        import_torch(1)
+        from satsim.training.sweep import run_sweep
+
+        with click.progressbar(length=len(configs), label=f"sweep of {len(configs)} runs",
+                               file=sys.stderr) as bar:
+            rows = run_sweep(configs, out, jobs=jobs, on_result=lambda _: bar.update(1))
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+    else:
+        _table(rows)
