@@ -5,6 +5,7 @@ The simulator's compiled forward pass must agree with this one; tests compare th
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,13 +90,17 @@ def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettin
 
 
 def sublayer(x, fn, ln: LayerNormSpec | None, spec: ModelSpec, keep: bool,
-             normalize=layer_norm) -> np.ndarray:
-    """Wrap a sublayer with its residual connection (``keep``) and the LayerNorm placement."""
+             normalize=layer_norm, add=operator.add) -> np.ndarray:
+    """Wrap a sublayer with its residual connection (``keep``) and the LayerNorm placement.
+
+    The one statement of the placement rule: the soft twin (torch tensors) and the exact limit
+    (series in c) call it with their own ``normalize`` and ``add``.
+    """
     if spec.norm == "pre":
         y = fn(normalize(x, ln))
-        return x + y if keep else y
+        return add(x, y) if keep else y
     y = fn(x)
-    y = x + y if keep else y
+    y = add(x, y) if keep else y
     return normalize(y, ln) if spec.norm == "post" else y
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from satsim.encoding import encode
 from satsim.positions import position_features, sinusoidal_table
+from satsim.reference.forward import sublayer
 from satsim.saturation.scaling import Rates, rated
 from satsim.saturation.series import (
     TOL,
@@ -222,13 +223,10 @@ class _Evaluator:
         return self.linear(hidden, "te,ed->td", mlp.W_out, mlp.b_out)
 
     def sublayer(self, x: Series, fn, ln: LayerNormSpec | None, where: str, keep: bool) -> Series:
-        spec = self.spec
-        if spec.norm == "pre":
-            y = fn(self.norm(x, ln, f"{where}.hook_normalized"))
-            return add(x, y) if keep else y
-        y = fn(x)
-        y = add(x, y) if keep else y
-        return self.norm(y, ln, f"{where}.hook_normalized") if spec.norm == "post" else y
+        def normalize(h: Series, norm: LayerNormSpec | None) -> Series:
+            return self.norm(h, norm, f"{where}.hook_normalized")
+
+        return sublayer(x, fn, ln, self.spec, keep, normalize=normalize, add=add)
 
     def run(self, string: str) -> ExactLimit:
         spec = self.spec

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from satsim.encoding import encode
 from satsim.errors import SatsimError
 from satsim.positions import position_features, sinusoidal_table
+from satsim.reference.forward import sublayer
 from satsim.saturation.graph import growth_exponent, network_graph
 from satsim.saturation.respec import with_tensors
 from satsim.saturation.safety import check_scale
@@ -200,12 +201,8 @@ class SoftTransformer(nn.Module):
         name = f"blocks.{layer}.{ln_name}"
         bag = getattr(self.blocks[layer], ln_name)
         keep = spec.keeps_residual(layer, "attn" if ln_name == "ln1" else "mlp")
-        if spec.norm == "pre":
-            y = fn(self._norm(x, bag, ln.eps, name, hook))
-            return x + y if keep else y
-        y = fn(x)
-        y = x + y if keep else y
-        return self._norm(y, bag, ln.eps, name, hook) if spec.norm == "post" else y
+        return sublayer(x, fn, ln, spec, keep,
+                        normalize=lambda h, norm: self._norm(h, bag, norm.eps, name, hook))
 
     def forward(self, tokens: Tensor, lengths: Tensor | None = None, *, beta: float = 1.0,
                 cache: bool = False) -> SoftRun:
