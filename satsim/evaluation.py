@@ -10,6 +10,7 @@ import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.simulator import Simulator
+from satsim.spec import ModelSpec
 
 DEFAULT_BINS: tuple[tuple[int, int], ...] = (
     (0, 16),
@@ -87,17 +88,21 @@ def parse_bins(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def test_set(
-    language, n: int, min_len: int, max_len: int, seed: int
+    language, n: int, min_len: int, max_len: int, seed: int, negatives: bool = True
 ) -> tuple[list[str], np.ndarray]:
-    """Half positives, half hard negatives (as far as the bin has them), with oracle labels."""
-    n_pos = n // 2
+    """Half positives, half hard negatives (as far as the bin has them), with oracle labels.
+
+    Without ``negatives``: n positives (the distribution a next-symbol model is trained on).
+    """
+    n_pos = n // 2 if negatives else n
     try:
         positives = language.sample_positive(n_pos, min_len, max_len, seed=seed)
     except ValueError:
         positives = []  # no positive has a length in this bin
-    negatives = language.sample_negative(n - len(positives), min_len, max_len, seed=seed + 1)
-    strings = positives + negatives
-    labels = np.array([True] * len(positives) + [False] * len(negatives))
+    wrong = (language.sample_negative(n - len(positives), min_len, max_len, seed=seed + 1)
+             if negatives or not positives else [])
+    strings = positives + wrong
+    labels = np.array([True] * len(positives) + [False] * len(wrong))
     return strings, labels
 
 
@@ -124,20 +129,52 @@ def evaluate(
     on_bin: Callable[[BinResult], None] | None = None,
 ) -> EvalReport:
     """Test ``simulator`` on ``n`` strings per length bin, checked against the language's oracle."""
-    if n < 1:
-        raise SatsimError(f"need at least one string per bin, got n={n}")
-    missing = set(language.alphabet) - set(simulator.spec.alphabet)
+    check_alphabet(simulator.spec, language)
+    return evaluate_predictor(lambda strings: predict(simulator, strings), simulator.spec,
+                              language, simulator.settings.kind, bins, n, seed, on_bin)
+
+
+def check_alphabet(spec: ModelSpec, language) -> None:
+    """Raise a one-line error if the model's alphabet lacks a symbol of the language."""
+    missing = set(language.alphabet) - set(spec.alphabet)
     if missing:
         raise SatsimError(
-            f"model {simulator.spec.name!r} has alphabet {simulator.spec.alphabet}, which lacks "
+            f"model {spec.name!r} has alphabet {spec.alphabet}, which lacks "
             f"{sorted(missing)} of language {language.name}"
         )
-    predict(simulator, [language.alphabet[0]])  # compile or load the kernels before timing
+
+
+def bin_seed(seed: int, index: int) -> int:
+    """The sampling seed of the ``index``-th bin (the same strings for every model)."""
+    return seed + 1000 * index
+
+
+def evaluate_predictor(
+    predictor: Callable[[list[str]], list],
+    spec: ModelSpec,
+    language,
+    attention: str,
+    bins: Sequence[tuple[int, int]] = DEFAULT_BINS,
+    n: int = 200,
+    seed: int = 0,
+    on_bin: Callable[[BinResult], None] | None = None,
+    indices: Sequence[int] | None = None,
+    negatives: bool = True,
+) -> EvalReport:
+    """Score any ``predictor`` (strings → answers as :func:`predict` gives them) per length bin.
+
+    ``indices`` gives each bin's position in a longer list of bins, so that a subset of bins is
+    tested on the same strings as the full list (default: 0, 1, ...). Without ``negatives``
+    the bins hold positives only (see :func:`test_set`).
+    """
+    if n < 1:
+        raise SatsimError(f"need at least one string per bin, got n={n}")
+    predictor([language.alphabet[0]])  # compile or load the kernels before timing
     results = []
-    for index, (low, high) in enumerate(bins):
-        strings, labels = test_set(language, n, low, high, seed + 1000 * index)
+    for index, (low, high) in zip(indices or range(len(bins)), bins):
+        strings, labels = test_set(language, n, low, high, bin_seed(seed, index), negatives)
         start = time.perf_counter()
-        predicted = predict(simulator, strings)
+        predicted = predictor(strings)
         seconds = time.perf_counter() - start
         correct = count_correct(language, strings, labels, predicted)
         tokens = sum(len(s) for s in strings)
@@ -150,6 +187,4 @@ def evaluate(
         results.append(result)
         if on_bin is not None:
             on_bin(result)
-    spec = simulator.spec
-    return EvalReport(language.name, spec.name, simulator.settings.kind, spec.output.task, seed,
-                      results)
+    return EvalReport(language.name, spec.name, attention, spec.output.task, seed, results)
