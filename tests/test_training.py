@@ -186,3 +186,30 @@ def test_a_damaged_checkpoint_is_a_one_line_error(tmp_path):
     (tmp_path / "run" / "checkpoints" / "step-00000020.state.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(SatsimError, match="cannot read checkpoint state"):
         train(config, tmp_path / "run", resume=True)
+
+
+def test_a_training_process_killed_with_sigkill_resumes_to_the_same_weights(tmp_path):
+    """The real thing: kill -9 a `satsim train` process once it has checkpoints, then resume."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = [sys.executable, "-m", "satsim", "train", "--steps", "200", "--checkpoint-every",
+            "40", "--log-every", "20", "--train-size", "100", "--d-model", "8", "--device", "cpu"]
+    subprocess.run([*args, "--out", str(tmp_path / "whole")], check=True, capture_output=True)
+    cut = tmp_path / "cut"
+    process = subprocess.Popen([*args, "--out", str(cut)], stderr=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL)
+    marker = cut / "checkpoints" / "step-00000080.state.pt"
+    while not marker.exists() and process.poll() is None:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (cut / "final.safetensors").exists()
+    subprocess.run([*args[:3], "train", "--resume", "--out", str(cut)], check=True,
+                   capture_output=True)
+    a = ModelSpec.load(str(tmp_path / "whole" / "final.safetensors")).tensors()
+    b = ModelSpec.load(str(cut / "final.safetensors")).tensors()
+    assert all(np.array_equal(a[name], b[name]) for name in a)
