@@ -75,6 +75,9 @@ def command(out, resume, threads, as_json, **settings) -> None:
         if (run / "config.json").exists():
             raise SatsimError(f"{run} already holds a run; add --resume or choose another --out")
     get_language(config.lang)
+    from satsim.soft.device import resolve_device
+
+    resolve_device(config.device)
     done = 0
     if resume:
         from satsim.training.checkpoint import checkpoint_steps
