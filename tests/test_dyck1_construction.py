@@ -86,3 +86,18 @@ def test_layer_two_tie_sets_hold_only_the_worst_prefixes():
 def test_unknown_construction_is_a_clear_error():
     with pytest.raises(ValueError, match="no construction for 'dyck7'; known: anbn"):
         constructions.build("dyck7")
+
+
+def test_the_lifted_recogniser_computes_the_same_logits():
+    # satsim.constructions.lifting removes the residual stream and re-carries every live dimension
+    # (a self head, relu copies): the function at every string must not change
+    written = constructions.build("dyck1")
+    lifted = constructions.build("dyck1", homogeneous=True)
+    assert written.residual is True and lifted.residual is False
+    assert len(lifted.blocks[1].attn.W_Q) == 2  # the argmin head and a self head
+    strings = all_strings(10) + DYCK1.sample_positive(200, 0, 2000, seed=8) + DYCK1.sample_negative(
+        200, 1, 2000, seed=9) + ["()" * 50_000, "()" * 49_999 + ")("]
+    want = np.array(Simulator(written).logits(strings))
+    got = np.array(Simulator(lifted).logits(strings))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+    np.testing.assert_array_equal(got[:, 0] > 0, [DYCK1.contains(s) for s in strings])

@@ -26,6 +26,15 @@ x - relu(x - y) and x + relu(y - x)):
 - EOS may follow iff the prefix is a member.
 Counting heads for aⁿbⁿ-style languages go back to Bhattamishra, Ahuja and Goyal (2020); the exact
 0/1 "seen" heads use the fact that saturated attention averages only over the maximal keys.
+
+Homogeneous form (:mod:`satsim.constructions.lifting`), so that the soft twin at uniform scale
+cθ converges to this very network: no biases (the thresholds of ``bad`` and of the gated |x| are
+weights -1 on ``one``) and no residual stream. Layers 1 and 2 each get a last "self" head (query
+``one``, keys ``pos`` = i, so each position attends to itself) that copies what later layers read
+at the query's own position: layer 1 the symbol indicators ``is_r``, ``one`` and ``pos``; layer 2
+``inv_len``, the counts and the seen flags. Each feed-forward ends with neurons that copy the
+dims still needed, relu(x) (x ≥ 0) or relu(x) - relu(-x). Built in float64: self-head keys i and
+i-1 must stay apart under the relative tie tolerance.
 """
 
 from __future__ import annotations
@@ -40,9 +49,9 @@ def _abs(x: dict, target: str, gate: str | None = None) -> list[Neuron]:
     """Neurons adding |x| (or gate·|x| for a 0/1 gate and |x| ≤ 1) into ``target``."""
     if gate is None:
         return [Neuron(x, {target: 1}), Neuron({k: -v for k, v in x.items()}, {target: 1})]
-    plus = {**x, gate: 1}
-    minus = {**{k: -v for k, v in x.items()}, gate: 1}
-    return [Neuron(plus, {target: 1}, bias=-1), Neuron(minus, {target: 1}, bias=-1)]
+    plus = {**x, gate: 1, "one": -1}
+    minus = {**{k: -v for k, v in x.items()}, gate: 1, "one": -1}
+    return [Neuron(plus, {target: 1}), Neuron(minus, {target: 1})]
 
 
 def _diff(a: str, b: str) -> dict:
@@ -50,7 +59,7 @@ def _diff(a: str, b: str) -> dict:
 
 
 def build_blocks(
-    symbols: str, name: str, task: str = "recognition", dtype: type = np.float32
+    symbols: str, name: str, task: str = "recognition", dtype: type = np.float64
 ) -> ModelSpec:
     """Return the recogniser or next-symbol predictor for s_0ⁿ s_1ⁿ … (n ≥ 0)."""
     m = len(symbols)
@@ -69,7 +78,7 @@ def build_blocks(
                     value={"bos": "inv_len", **{f"is{r}": f"count{r}" for r in ranks}})
     seen = [Head(query={"one": 1}, key={f"ge{r}": 1}, value={f"ge{r}": f"seen{r}"})
             for r in range(1, m)]
-    order = [Neuron({f"is{r}": 1, f"seen{r + 1}": 1}, {"bad": 1}, bias=-1) for r in range(m - 1)]
+    order = [Neuron({f"is{r}": 1, f"seen{r + 1}": 1, "one": -1}, {"bad": 1}) for r in range(m - 1)]
     b.layer(heads=[counting, *seen], neurons=order)
 
     any_bad = Head(query={"one": 1}, key={"bad": 1}, value={"bad": "any_bad"})

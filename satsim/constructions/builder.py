@@ -1,9 +1,11 @@
 """A terse builder for hand-made transformers over named residual dimensions.
 
 A construction names its residual dimensions, then adds layers of heads and ReLU neurons that
-read and write those names; the builder turns them into a validated :class:`ModelSpec`.
-Weights are sparse dicts: ``{"depth": -1e4}`` reads (or writes) one dimension with that weight;
-``{("depth", 1): 2}`` addresses column 1 of a multi-column query/key map.
+read and write those names (:mod:`satsim.constructions.parts`); the builder turns them into a
+validated :class:`ModelSpec`. It is written as if every sublayer added to a residual stream.
+By default the builder lifts it to a homogeneous network (:mod:`satsim.constructions.lifting`):
+no residual connections and no biases, every live dimension re-written by every sublayer, so
+the soft twin at uniform scale cθ converges to the construction itself.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from satsim.constructions.lifting import POS, SIGNED_FEATURES, lift
+from satsim.constructions.parts import Head, Layer, Neuron, Weights
 from satsim.constructions.residual import Residual
 from satsim.spec import (
     AttentionSpec,
@@ -23,30 +27,7 @@ from satsim.spec import (
 )
 
 BOS = "<bos>"
-Weights = dict
-
-
-@dataclass(frozen=True)
-class Head:
-    """One attention head: sparse query and key maps, and value copies ``{source: target}``.
-
-    Scores are (query·key)/√d_head, where d_head is the widest query/key map of the layer.
-    """
-
-    query: Weights
-    key: Weights
-    value: dict[str, str]
-    causal: bool = True
-    value_scale: float = 1.0
-
-
-@dataclass(frozen=True)
-class Neuron:
-    """One ReLU unit of a feed-forward layer: relu(reads·x + bias), written with ``writes``."""
-
-    reads: Weights
-    writes: Weights
-    bias: float = 0.0
+__all__ = ["BOS", "Builder", "Head", "Neuron"]
 
 
 def _columns(weights: Weights) -> int:
@@ -55,18 +36,21 @@ def _columns(weights: Weights) -> int:
 
 @dataclass
 class Builder:
-    """Collects embedding, positional features, layers and readout of a construction."""
+    """Collects embedding, positional features, layers and readout of a construction.
+
+    ``homogeneous=False`` keeps the residual stream as written (no lifting).
+    """
 
     name: str
     symbols: tuple[str, ...]
     dims: tuple[str, ...]
     dtype: type = np.float32
     description: str = ""
-    blocks: list[BlockSpec] = field(default_factory=list)
+    homogeneous: bool = True
+    layers: list[Layer] = field(default_factory=list)
     features: dict[str, Weights] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.r = Residual(*self.dims, dtype=self.dtype)
         self.vocab = (BOS, *self.symbols)
         self.token_rows: dict[str, Weights] = {}
 
@@ -80,57 +64,75 @@ class Builder:
 
     def layer(self, heads: list[Head] = (), neurons: list[Neuron] = ()) -> None:
         """Append a block with these heads (attention) and these neurons (feed-forward)."""
-        attn = self._attention(list(heads)) if heads else None
-        mlp = self._feed_forward(list(neurons)) if neurons else None
-        self.blocks.append(BlockSpec(attn=attn, mlp=mlp))
+        self.layers.append(Layer(tuple(heads), tuple(neurons)))
 
-    def _attention(self, heads: list[Head]) -> AttentionSpec:
+    def _inputs(self) -> tuple[set[str], set[str]]:
+        """Dims the embedding writes, and those of them that may be negative."""
+        entries = [(d, v) for row in self.token_rows.values() for d, v in row.items()]
+        entries += [(d, -1.0 if f in SIGNED_FEATURES else v)
+                    for f, row in self.features.items() for d, v in row.items()]
+        return {d for d, v in entries if v}, {d for d, v in entries if v < 0}
+
+    def _lifted(self, readout: dict[str, Weights]) -> tuple[list[Layer], tuple, dict]:
+        """Layers, dims and features of the model to build (lifted when homogeneous)."""
+        if not self.homogeneous:
+            return self.layers, self.dims, self.features
+        layers, reads_pos = lift(self.layers, readout, self.dims, *self._inputs())
+        if not reads_pos:
+            return layers, self.dims, self.features
+        features = {**self.features, "i": {**self.features.get("i", {}), POS: 1}}
+        return layers, tuple(dict.fromkeys((*self.dims, POS))), features
+
+    def _attention(self, r: Residual, heads: tuple[Head, ...]) -> AttentionSpec:
         if len({h.causal for h in heads}) != 1:
             raise ValueError("all heads of one layer share causal or bidirectional attention")
         d_head = max(max(_columns(h.query), _columns(h.key)) for h in heads)
         d_v = max(len(h.value) for h in heads)
-        w_q = np.stack([self.r.read(h.query, d_head) for h in heads])
-        w_k = np.stack([self.r.read(h.key, d_head) for h in heads])
-        w_v = np.zeros((len(heads), self.r.width, d_v), dtype=self.dtype)
-        w_o = np.zeros((len(heads), d_v, self.r.width), dtype=self.dtype)
+        w_q = np.stack([r.read(h.query, d_head) for h in heads])
+        w_k = np.stack([r.read(h.key, d_head) for h in heads])
+        w_v = np.zeros((len(heads), r.width, d_v), dtype=self.dtype)
+        w_o = np.zeros((len(heads), d_v, r.width), dtype=self.dtype)
         for index, head in enumerate(heads):
             for column, (source, target) in enumerate(head.value.items()):
-                w_v[index, self.r.index[source], column] = 1
-                w_o[index, column, self.r.index[target]] = head.value_scale
+                w_v[index, r.index[source], column] = 1
+                w_o[index, column, r.index[target]] = head.value_scale
         return AttentionSpec(W_Q=w_q, W_K=w_k, W_V=w_v, W_O=w_o, causal=heads[0].causal)
 
-    def _feed_forward(self, neurons: list[Neuron]) -> FeedForwardSpec:
-        w_in = self.r.columns([neuron.reads for neuron in neurons])
-        w_out = np.ascontiguousarray(self.r.columns([neuron.writes for neuron in neurons]).T)
-        bias = np.array([neuron.bias for neuron in neurons], dtype=self.dtype)
-        has_bias = bool(np.any(bias))
-        return FeedForwardSpec(W_in=w_in, W_out=w_out, b_in=bias if has_bias else None)
+    def _feed_forward(self, r: Residual, neurons: tuple[Neuron, ...]) -> FeedForwardSpec:
+        w_in = r.columns([neuron.reads for neuron in neurons])
+        w_out = np.ascontiguousarray(r.columns([neuron.writes for neuron in neurons]).T)
+        return FeedForwardSpec(W_in=w_in, W_out=w_out)
 
-    def _positional(self) -> PositionalSpec:
-        if not self.features:
+    def _block(self, r: Residual, layer: Layer) -> BlockSpec:
+        attn = self._attention(r, layer.heads) if layer.heads else None
+        mlp = self._feed_forward(r, layer.neurons) if layer.neurons else None
+        return BlockSpec(attn=attn, mlp=mlp)
+
+    def _positional(self, r: Residual, features: dict[str, Weights]) -> PositionalSpec:
+        if not features:
             return PositionalSpec()
-        names = tuple(self.features)
-        w_feat = np.ascontiguousarray(self.r.columns([self.features[n] for n in names]).T)
+        names = tuple(features)
+        w_feat = np.ascontiguousarray(r.columns([features[n] for n in names]).T)
         return PositionalSpec("features", features=names, W_feat=w_feat)
 
-    def build(self, readout: dict[str, Weights], task: str = "recognition",
-              bias: dict[str, float] | None = None) -> ModelSpec:
+    def build(self, readout: dict[str, Weights], task: str = "recognition") -> ModelSpec:
         """Finish the model: ``readout`` maps each output label to the dims its logit reads."""
+        layers, dims, features = self._lifted(readout)
+        r = Residual(*dims, dtype=self.dtype)
+        blocks = tuple(self._block(r, layer) for layer in layers)
         labels = tuple(readout)
-        w_u = self.r.columns([readout[label] for label in labels])
-        b_u = None
-        if bias:
-            b_u = np.array([bias.get(label, 0.0) for label in labels], dtype=self.dtype)
-        output = OutputSpec(W_U=w_u, b_U=b_u, labels=labels, task=task,
+        output = OutputSpec(W_U=r.columns([readout[label] for label in labels]), labels=labels,
+                            task=task,
                             readout="last" if task == "recognition" else "per-position")
         return ModelSpec(
             vocab=self.vocab,
-            W_E=self.r.embedding(self.vocab, self.token_rows),
-            blocks=tuple(self.blocks),
+            W_E=r.embedding(self.vocab, self.token_rows),
+            blocks=blocks,
             output=output,
-            positional=self._positional(),
+            positional=self._positional(r, features),
+            residual=not self.homogeneous,
             bos=BOS,
             name=self.name,
             description=self.description,
-            dim_names=self.dims,
+            dim_names=dims,
         )

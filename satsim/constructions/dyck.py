@@ -28,6 +28,16 @@ the two conditions as x - relu(x - y); EOS iff the prefix is itself a member.
 The scale K keeps every position of non-negative depth out of layer 2's tie set when some prefix
 is negative: with float32 tolerances (1e-5) the construction is exact up to lengths of about
 10^8, far beyond what is tested (10^5).
+
+Homogeneous form (:mod:`satsim.constructions.lifting`; float64), so that the soft twin at
+uniform scale cθ converges to this very network: no residual stream. Layer 2 gets a last "self"
+head (query ``one``, keys ``pos`` = i, so each position attends to itself) that carries
+``depth_t`` and ``inv_len`` past the argmin heads; layer 1 gets one that carries ``pos`` to it;
+the feed-forwards end with neurons relu(x) - relu(-x) that copy what the next layer and the
+readout read. The Dyck-1 recogniser is the exception: it is the benchmark model, kept as written
+above (float32, residual stream, two heads). Its leading-order network drops the embedding, yet
+its soft twin at c = 1000 still decides as the simulator (docs/saturation.md);
+``build("dyck1", homogeneous=True)`` gives its lifted form.
 """
 
 from __future__ import annotations
@@ -42,15 +52,23 @@ PAIRS = ("()", "[]", "{}", "<>")
 
 
 def build_shuffle_dyck(
-    k: int, name: str, task: str = "recognition", dtype: type = np.float32
+    k: int, name: str, task: str = "recognition", dtype: type | None = None,
+    homogeneous: bool | None = None,
 ) -> ModelSpec:
-    """Return the recogniser or next-symbol predictor for the shuffle of ``k`` Dyck-1 languages."""
+    """Return the recogniser or next-symbol predictor for the shuffle of ``k`` Dyck-1 languages.
+
+    ``homogeneous`` defaults to True except for the Dyck-1 recogniser (the benchmark model), and
+    ``dtype`` to float64 for a homogeneous model, float32 otherwise.
+    """
+    if homogeneous is None:
+        homogeneous = not (k == 1 and task == "recognition")
+    dtype = dtype or (np.float64 if homogeneous else np.float32)
     pairs = PAIRS[:k]
     types = range(k)
     dims = ("one", "bos", "inv_len", "negative", "imbalance",
             *(f"{kind}{t}" for t in types for kind in ("sign", "depth", "min")),
             *(f"close_ok{t}" for t in types))
-    b = Builder(name, tuple("".join(pairs)), dims, dtype=dtype,
+    b = Builder(name, tuple("".join(pairs)), dims, dtype=dtype, homogeneous=homogeneous,
                 description=f"{name}: a counting head, one argmin head per bracket type")
     rows = {BOS: {"one": 1, "bos": 1}}
     for t, (opening, closing) in enumerate(pairs):

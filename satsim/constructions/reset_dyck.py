@@ -34,6 +34,15 @@ prefix is a member.
 Raw positions make the keys of layers 1 and 2 differ by 1/n and by 1 respectively, which the
 float32 relative tolerance (1e-5) cannot separate at n ≈ 10^5. The construction is therefore
 built in float64 (tolerance 1e-9), which keeps it exact up to lengths of about 10^8.
+
+Homogeneous form (:mod:`satsim.constructions.lifting`), so that the soft twin at uniform scale
+cθ converges to this very network: the threshold of ``reset_key`` is a weight -1 on ``one``, and
+there is no residual stream. Layer 0's feed-forward copies ``one``, ``bos``, ``sign``,
+``is_reset`` and ``pos`` with relu neurons (relu(x) - relu(-x) for ``sign``); layers 1–3 each get
+a last "self" head (query ``one``, keys ``pos`` = i, so each position attends to itself) that
+carries what later layers read at the query's own position (``sign``, ``is_reset`` and ``pos``
+for the segment head's values and the next self head; ``inv_len``; ``seg_depth`` and
+``seg_inv``); the later feed-forwards copy what the next layer and the readout read.
 """
 
 from __future__ import annotations
@@ -55,7 +64,7 @@ def build_reset_dyck1(task: str = "recognition", dtype: type = np.float64) -> Mo
              "(": {"one": 1, "sign": 1}, ")": {"one": 1, "sign": -1},
              "1": {"one": 1, "is_reset": 1}})
     b.position_features({"i": {"pos": 1}, "i/n": {"pos_frac": 1}})
-    b.layer(neurons=[Neuron({"pos_frac": 1, "is_reset": 1}, {"reset_key": 1}, bias=-1)])
+    b.layer(neurons=[Neuron({"pos_frac": 1, "is_reset": 1, "one": -1}, {"reset_key": 1})])
     counting = Head(query={}, key={}, value={"bos": "inv_len"})
     last_reset = Head(query={"one": 1}, key={"reset_key": 1}, value={"pos": "last_reset"})
     b.layer(heads=[counting, last_reset])

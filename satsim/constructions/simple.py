@@ -13,6 +13,10 @@ symbol's position the unique maximum for every query after it. The head copies [
 [symbol = 0] of that position. A query at BOS (the empty prefix) can only see BOS and gets 0 for
 both. Accept iff first_is_one = 1. Next symbols: 1 always, unless the first symbol was 0; 0 and
 EOS iff the first symbol was 1.
+
+Both are homogeneous (:mod:`satsim.constructions.lifting`): no residual stream and no biases, so
+the soft twin at uniform scale cθ converges to the network itself. The readouts that need the
+constant ``one`` get it from the single head, which also averages ``one`` (a mean of ones is 1).
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 
 A construction is written for saturated attention on its own weights θ, which is the limit of
 attention-only inverse temperature β → ∞: its soft twin at large β must decide as the simulator
-does. Uniform scaling cθ is another limit (see :mod:`satsim.saturation.limit`): it agrees with the
-simulator only when the construction's sums add terms of equal degree; where it does not, the
-exact limit (:func:`satsim.saturation.exact_limit`) says what large c converges to. This is the
-test hook every construction gets (``check_construction(name, scale=..., beta=...)``).
+does. Uniform scaling cθ is another limit (see :mod:`satsim.saturation.limit`): it converges to
+the leading-order network, which is the construction itself only when every sum adds terms of
+equal degree. The constructions are built that way (:mod:`satsim.constructions.lifting`: no
+residual stream, no biases), so at large c too the soft twin decides as the simulator; the Dyck-1
+recogniser, kept with its residual stream as the benchmark model, does so through its exact limit
+(:func:`satsim.saturation.exact_limit`). This is the test hook every construction gets
+(``check_construction(name, scale=..., beta=...)``).
 """
 
 from __future__ import annotations
