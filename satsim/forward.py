@@ -1,21 +1,28 @@
-"""The compiled forward pass of a padded batch: Numba kernels layer by layer.
+"""The compiled forward pass: padded batches layer by layer, or whole strings in one kernel.
 
 Same meaning as :func:`satsim.reference.forward.forward`, but batched over strings of
-different lengths (padding is masked out of attention) and fast.
+different lengths (padding is masked out of attention) and fast. :func:`forward_batch` runs a
+padded batch one layer at a time and can keep traces; :func:`forward_fused` runs each string
+through the whole model in :mod:`satsim.kernels.fused` and returns the same logits bit for bit.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.attention import attention
+from satsim.attention import _KIND_CODES, attention
 from satsim.encoding import embed, positional_vectors
+from satsim.kernels import fused as fk
+from satsim.kernels.attention import SAME_SCORES, UNKNOWN
 from satsim.kernels.layers import run_affine as affine
 from satsim.kernels.layers import run_layer_norm as layer_norm
+from satsim.reference.attention import default_scale
 from satsim.reference.forward import AttentionSettings, sublayer
 from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
+from satsim.tolerance import default_tolerance
 
 
 @dataclass(frozen=True)
@@ -178,3 +185,174 @@ def forward_batch(
     out = spec.output
     logits = affine(_rows(x), out.W_U, _bias(out.b_U, len(out.labels), x.dtype), False)
     return BatchRun(logits.reshape(x.shape[0], x.shape[1], -1), residuals, layers)
+
+
+FUSED_THREAD_TOKENS = 1 << 14
+"""Tokens below which :func:`forward_fused` runs in the calling thread."""
+FUSED_GENERAL_LIMIT = 4096
+"""With several threads, strings longer than this with a head on the general O(T²) path are
+left to the layer-by-layer path, whose attention spreads one string over the threads."""
+
+
+@dataclass(frozen=True)
+class FusedModel:
+    """A spec flattened for :func:`satsim.kernels.fused.forward_strings`: parameters, program."""
+
+    spec: ModelSpec
+    W_E: np.ndarray
+    params: np.ndarray
+    reals: np.ndarray
+    program: np.ndarray
+    known: np.ndarray
+    dims: np.ndarray
+
+
+def fuse(spec: ModelSpec) -> FusedModel | None:
+    """Flatten ``spec`` for the fused kernel, or None if it needs the layer-by-layer path."""
+    dtype = spec.dtype
+    d = spec.d_model
+    chunks: list[np.ndarray] = []
+    size = 0
+    reals: list[float] = []
+
+    def put(array: np.ndarray | None, length: int | None = None) -> int:
+        nonlocal size
+        array = np.zeros(length, dtype=dtype) if array is None else np.asarray(array, dtype=dtype)
+        offset = size
+        chunks.append(array.reshape(-1))
+        size += array.size
+        return offset
+
+    def put_real(value: float) -> int:
+        reals.append(float(value))
+        return len(reals) - 1
+
+    def put_norm(row: np.ndarray, ln: LayerNormSpec | None) -> None:
+        if ln is None:
+            row[fk.LN_W : fk.LN_EPS + 1] = (0, 0, 0, -1)
+            return
+        w = ln.w if ln.affine else np.ones(d, dtype=dtype)
+        b = ln.b if ln.affine else np.zeros(d, dtype=dtype)
+        row[fk.LN_W : fk.LN_EPS + 1] = (put(w), put(b), int(ln.affine), put_real(ln.eps))
+
+    rows: list[np.ndarray] = []
+    known: list[int] = []
+    widest = {"cols": 0, "dh": 0, "dv": 0, "stack": 0, "mlp": 0}
+    for layer, block in enumerate(spec.blocks):
+        for kind, ln in (("attn", block.ln1), ("mlp", block.ln2)):
+            sub = getattr(block, kind)
+            if sub is None:
+                continue
+            row = np.zeros(fk.PROGRAM_WIDTH, dtype=np.int64)
+            row[fk.KEEP] = int(spec.keeps_residual(layer, kind))
+            put_norm(row, ln)
+            if kind == "attn":
+                heads, _, d_head = sub.W_Q.shape
+                d_v = sub.W_V.shape[2]
+                if d_head == 0:
+                    return None  # attention refuses empty keys: keep its error
+                flat = [w.transpose(1, 0, 2).reshape(d, -1) for w in (sub.W_Q, sub.W_K, sub.W_V)]
+                biases = [None if b is None else b.reshape(-1) for b in (sub.b_Q, sub.b_K, sub.b_V)]
+                projection = np.concatenate(flat, axis=1)
+                bias = np.concatenate([_bias(b, f.shape[1], dtype) for b, f in zip(biases, flat)])
+                n_cols = projection.shape[1]
+                row[fk.KIND] = fk.ATTENTION
+                row[fk.ATTN_H], row[fk.ATTN_DH], row[fk.ATTN_DV] = heads, d_head, d_v
+                row[fk.ATTN_CAUSAL] = int(sub.causal)
+                row[fk.ATTN_PROJ_W], row[fk.ATTN_PROJ_B] = put(projection), put(bias)
+                row[fk.ATTN_COLS] = n_cols
+                row[fk.ATTN_W_O] = put(sub.W_O.reshape(heads * d_v, d))
+                row[fk.ATTN_B_O] = put(sub.b_O, d)
+                row[fk.ATTN_KNOWN] = len(known)
+                row[fk.ATTN_SCALE] = put_real(default_scale(d_head))
+                known.extend(SAME_SCORES if c else UNKNOWN for c in counting_heads(sub))
+                widest["cols"] = max(widest["cols"], n_cols)
+                widest["dh"] = max(widest["dh"], d_head)
+                widest["dv"] = max(widest["dv"], d_v)
+                widest["stack"] = max(widest["stack"], heads * d_v)
+            else:
+                d_mlp = sub.W_in.shape[1]
+                row[fk.KIND] = fk.FEED_FORWARD
+                row[fk.MLP_D] = d_mlp
+                row[fk.MLP_W_IN], row[fk.MLP_B_IN] = put(sub.W_in), put(sub.b_in, d_mlp)
+                row[fk.MLP_W_OUT], row[fk.MLP_B_OUT] = put(sub.W_out), put(sub.b_out, d)
+                widest["mlp"] = max(widest["mlp"], d_mlp)
+            rows.append(row)
+    out = spec.output
+    dims = np.zeros(fk.DIMS_WIDTH, dtype=np.int64)
+    dims[fk.D_MODEL], dims[fk.N_OUT] = d, len(out.labels)
+    dims[fk.MAX_COLS], dims[fk.MAX_DH], dims[fk.MAX_DV] = widest["cols"], widest["dh"], widest["dv"]
+    dims[fk.MAX_STACK], dims[fk.MAX_MLP] = widest["stack"], widest["mlp"]
+    dims[fk.READ_LAST] = int(out.readout == "last")
+    dims[fk.NORM] = {"none": fk.NORM_NONE, "pre": fk.NORM_PRE, "post": fk.NORM_POST}[spec.norm]
+    final = np.zeros(fk.PROGRAM_WIDTH, dtype=np.int64)
+    put_norm(final, spec.ln_final)
+    dims[fk.FINAL_W : fk.FINAL_EPS + 1] = final[fk.LN_W : fk.LN_EPS + 1]
+    dims[fk.W_U], dims[fk.B_U] = put(out.W_U), put(out.b_U, len(out.labels))
+    program = np.stack(rows) if rows else np.zeros((0, fk.PROGRAM_WIDTH), dtype=np.int64)
+    return FusedModel(
+        spec=spec, W_E=np.array(spec.W_E), params=np.concatenate(chunks),
+        reals=np.array(reals + [0.0]), program=program, known=np.array(known + [0], np.int64),
+        dims=dims,
+    )
+
+
+def positional_rows(spec: ModelSpec, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positional table and each string's first row in it, for strings of these lengths.
+
+    Tables that do not depend on the length come once, for the longest string; position
+    features do, so each distinct length gets its own rows.
+    """
+    n = len(lengths)
+    if spec.positional.kind == "none" or n == 0:
+        return np.zeros((0, spec.d_model), dtype=spec.dtype), np.zeros(n, dtype=np.int64)
+    if spec.positional.kind != "features":
+        table = np.ascontiguousarray(positional_vectors(spec, int(lengths.max())), spec.dtype)
+        return table, np.zeros(n, dtype=np.int64)
+    distinct, inverse = np.unique(lengths, return_inverse=True)
+    first_rows = np.concatenate([[0], np.cumsum(distinct)[:-1]]).astype(np.int64)
+    table = np.concatenate([positional_vectors(spec, int(length)) for length in distinct])
+    return np.ascontiguousarray(table, spec.dtype), first_rows[inverse]
+
+
+def forward_fused(
+    model: FusedModel, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+    settings: AttentionSettings, workers: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Logits of strings held back to back in ``ids``, with one fused kernel call per chunk.
+
+    Return (logits, status): logits (n_strings, n_outputs) for a last-position readout, else
+    (len(ids), n_outputs) row by row; status[s] != 0 where string s was left undone (its logits
+    are then undefined): ``fused.OVERFLOWED`` if it failed attention's checks,
+    ``fused.LONG_GENERAL`` if, with several ``workers``, it is longer than
+    :data:`FUSED_GENERAL_LIMIT` and has a head on the general path. ``workers`` threads run
+    chunks of strings side by side.
+    """
+    spec = model.spec
+    default_atol, default_rtol = default_tolerance(spec.dtype)
+    atol = default_atol if settings.atol is None else float(settings.atol)
+    rtol = default_rtol if settings.rtol is None else float(settings.rtol)
+    n = len(lengths)
+    rows = n if spec.output.readout == "last" else len(ids)
+    out = np.zeros((rows, len(spec.output.labels)), dtype=spec.dtype)
+    status = np.zeros(n, dtype=np.int64)
+    pos_table, pos_start = positional_rows(spec, lengths)
+    order = np.argsort(-lengths, kind="stable")
+    # Round-robin over the length-sorted strings: chunks of about the same number of tokens.
+    # Threads only for work worth more than starting them (about a millisecond).
+    n_chunks = 1 if workers <= 1 or n < 2 or len(ids) < FUSED_THREAD_TOKENS else min(n, 4 * workers)
+    general_limit = FUSED_GENERAL_LIMIT if workers > 1 else np.iinfo(np.int64).max
+    chunks = [np.ascontiguousarray(order[c::n_chunks]) for c in range(n_chunks)]
+
+    def run(chunk: np.ndarray) -> None:
+        fk.forward_strings(ids, starts, lengths, chunk, model.W_E, pos_table, pos_start,
+                        model.params, model.reals, model.program, model.known, model.dims,
+                        _KIND_CODES[settings.kind], float(settings.beta), atol, rtol,
+                        general_limit, out, status)
+
+    if n_chunks == 1:
+        run(chunks[0])
+    else:
+        with ThreadPoolExecutor(min(workers, n_chunks)) as pool:
+            list(pool.map(run, chunks))
+    return out, status

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from satsim.encoding import encode, encoder
+from satsim.encoding import _symbol_table, encode, encoder
 from satsim.errors import SatsimError
-from satsim.forward import BatchRun, forward_batch
+from satsim.forward import BatchRun, FusedModel, forward_batch, forward_fused, fuse
 from satsim.kernels import announce_compile
+from satsim.kernels import fused as fused_kernels
 from satsim.kernels.layers import serial_kernels
 from satsim.reference.attention import tie_sets
 from satsim.reference.forward import AttentionSettings
@@ -65,6 +66,9 @@ class Simulator:
     ``attention`` is one of ``saturated`` (mean over the tie set), ``unique-left`` /
     ``unique-right`` (one end of the tie set) or ``softmax`` (with inverse temperature
     ``beta``). ``atol``/``rtol`` set the tie tolerance (None: the dtype's default).
+    ``fused`` runs logits through one kernel per chunk of strings (whole model per string,
+    see :mod:`satsim.kernels.fused`) with the same results; False keeps the layer-by-layer
+    batches, which traces always use.
     """
 
     def __init__(
@@ -76,6 +80,7 @@ class Simulator:
         atol: float | None = None,
         rtol: float | None = None,
         max_batch_tokens: int = 1 << 17,
+        fused: bool = True,
     ) -> None:
         if not isinstance(spec, ModelSpec):
             raise SatsimError(f"Simulator needs a ModelSpec, got {type(spec).__name__}")
@@ -85,6 +90,8 @@ class Simulator:
             raise SatsimError(str(error)) from None
         self.spec = spec
         self.max_batch_tokens = max_batch_tokens
+        self.fused = fused
+        self._fused_model: FusedModel | None | bool = False  # False: not built yet
 
     def encode(self, strings: Sequence[str]) -> list[np.ndarray]:
         """Token ids of each string (BOS/EOS added); a symbol outside the vocab raises."""
@@ -97,6 +104,80 @@ class Simulator:
                 f"the empty string gives no tokens to model {self.spec.name!r} (it has no BOS/EOS)"
             )
         return ids
+
+    def encode_all(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Token ids (int32) of all strings back to back, with each string's start and length.
+
+        The same ids as :meth:`encode`, in one pass over the joined strings; errors are the same.
+        """
+        if isinstance(strings, str):
+            raise SatsimError("pass a list of strings, not a single string")
+        spec = self.spec
+        table = _symbol_table(spec)
+        # BOS and EOS become two code points just past the symbols' table, joined in place.
+        marks = {}
+        if spec.bos is not None:
+            marks["bos"] = (chr(table.size), spec.vocab.index(spec.bos))
+        if spec.eos is not None:
+            marks["eos"] = (chr(table.size + 1), spec.vocab.index(spec.eos))
+        bos, eos = marks.get("bos", ("", -1)), marks.get("eos", ("", -1))
+        try:
+            joined = bos[0] + (eos[0] + bos[0]).join(strings) + eos[0] if len(strings) else ""
+        except TypeError:
+            self.encode(strings)  # raises what encoding one by one raises
+            raise
+        lookup = np.full(max(table.size + 3, 256), -1, dtype=np.int32)
+        lookup[: table.size] = table
+        lookup[table.size], lookup[table.size + 1] = bos[1], eos[1]
+        try:  # one byte per symbol where every code point is below 256
+            codes = np.frombuffer(joined.encode("latin-1"), dtype=np.uint8)
+        except UnicodeEncodeError:
+            codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+            codes = np.minimum(codes, table.size + 2)
+        ids = np.take(lookup, codes)
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings)) + len(marks)
+        bad = (ids.size and ids.min() < 0) or (lengths.size and lengths.min() == 0)
+        for mark, _ in marks.values():  # a mark's code point inside a string is no symbol
+            bad = bad or np.count_nonzero(codes == ord(mark)) != len(strings)
+        if bad:
+            self.encode(strings)  # raises the error naming the string and the symbol
+            raise SatsimError(f"strings do not encode for model {spec.name!r}")  # not reached
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        return ids, starts, lengths
+
+    def _fused(self) -> FusedModel | None:
+        """The spec flattened for the fused kernel (built once), or None where it cannot run."""
+        if self._fused_model is False:
+            self._fused_model = fuse(self.spec) if self.fused else None
+        return self._fused_model
+
+    def _run_fused(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Logits of all strings through the fused kernel, with their starts and lengths.
+
+        A string that fails attention's input checks goes through the checked layer-by-layer
+        path, which raises the error.
+        """
+        ids, starts, lengths = self.encode_all(strings)
+        if len(lengths) == 0:
+            return np.zeros((0, len(self.spec.output.labels)), self.spec.dtype), starts, lengths
+        announce_compile(path="fused")
+        logits, status = forward_fused(self._fused(), ids, starts, lengths, self.settings,
+                                       workers=numba.get_num_threads())
+        failed = np.flatnonzero(status == fused_kernels.OVERFLOWED)
+        if failed.size:
+            self._run([strings[i] for i in failed], trace=False)
+            raise SatsimError("attention inputs are not finite or scores could overflow float64")
+        long_general = np.flatnonzero(status == fused_kernels.LONG_GENERAL)
+        if long_general.size:  # long strings with O(T²) heads: attention in parallel
+            readout_last = self.spec.output.readout == "last"
+            runs = self._run([strings[i] for i in long_general], trace=False)
+            for s, (run, row, length) in zip(long_general.tolist(), runs):
+                if readout_last:
+                    logits[s] = run.logits[row, length - 1]
+                else:
+                    logits[starts[s] : starts[s] + length] = run.logits[row, :length]
+        return logits, starts, lengths
 
     def _batches(self, ids: list[np.ndarray]) -> Iterator[list[int]]:
         """Group string indices of similar length so that padding stays small."""
@@ -116,7 +197,7 @@ class Simulator:
         ids = self.encode(strings)
         if not ids:
             return []
-        announce_compile()
+        announce_compile(path="layers")
         placed: list[tuple[BatchRun, int, int]] = [None] * len(ids)  # type: ignore[list-item]
         batches = list(self._batches(ids))
 
@@ -143,6 +224,11 @@ class Simulator:
     def logits(self, strings: Sequence[str]) -> list[np.ndarray]:
         """Logits per string: (n_outputs,) for a last-position readout, else (n, n_outputs)."""
         readout_last = self.spec.output.readout == "last"
+        if self._fused() is not None:
+            logits, starts, lengths = self._run_fused(strings)
+            if readout_last:
+                return list(logits)
+            return [logits[a : a + n] for a, n in zip(starts.tolist(), lengths.tolist())]
         out = []
         for run, row, length in self._run(strings, trace=False):
             per_position = run.logits[row, :length]
@@ -153,6 +239,8 @@ class Simulator:
         """Whether a recogniser accepts each string (its logit is > 0), as a bool array."""
         if self.spec.output.task != "recognition":
             raise SatsimError(f"model {self.spec.name!r} is not a recogniser")
+        if self._fused() is not None:
+            return self._run_fused(strings)[0][:, 0] > 0
         return np.array([logit[0] > 0 for logit in self.logits(strings)], dtype=bool)
 
     def next_symbols(self, strings: Sequence[str]) -> list[list[frozenset[str]]]:

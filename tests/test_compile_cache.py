@@ -5,9 +5,10 @@ import sys
 
 SCRIPT = """
 from satsim import Simulator, constructions
-from satsim.kernels import attention, layers
+from satsim.kernels import attention, fused, layers
 Simulator(constructions.build("dyck1")).accepts(["(()())", ")("])
-for kernel in (attention.attend, layers.affine):
+Simulator(constructions.build("dyck1"), fused=False).accepts(["(()())", ")("])
+for kernel in (attention.attend, layers.affine, fused.forward_strings):
     stats = kernel.stats
     print(kernel.__name__, sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
 """

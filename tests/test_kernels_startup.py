@@ -20,14 +20,16 @@ def _run(env):
 def test_cold_cache_is_announced_without_compiling(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     done = _run(env)
-    assert done.stdout.strip() == "['affine', 'attend', 'item_paths']"
+    assert done.stdout.strip() == "['affine', 'attend', 'forward_strings', 'item_paths']"
     assert done.stderr.count("compiling kernels (first run only") == 1
     assert not list(tmp_path.rglob("*.nb*"))  # the check itself compiled nothing
 
 
 def test_warm_cache_is_quiet():
     subprocess.run([sys.executable, "-c", "from satsim import Simulator, constructions; "
-                    "Simulator(constructions.build('dyck1')).accepts(['()'])"], check=True)
+                    "Simulator(constructions.build('dyck1')).accepts(['()']); "
+                    "Simulator(constructions.build('dyck1'), fused=False).accepts(['()'])"],
+                   check=True)
     done = _run(dict(os.environ))
     assert done.stdout.strip() == "[]"
     assert "compiling" not in done.stderr

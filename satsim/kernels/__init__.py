@@ -19,22 +19,39 @@ def _is_cached(kernel) -> bool:
         return False
 
 
-def cold_kernels() -> list[str]:
-    """Names of the simulator's kernels with nothing in the on-disk cache (compiled on use)."""
-    from satsim.kernels import attention, layers
+def _kernels(path: str | None) -> tuple:
+    """The dispatchers that a path compiles: "fused", "layers" (layer by layer), None: both."""
+    from satsim.kernels import attention, fused, layers
 
-    kernels = (attention.item_paths, attention.attend, layers.affine)
-    return [kernel.__name__ for kernel in kernels if not _is_cached(kernel)]
+    chosen = ()
+    if path in (None, "layers"):
+        chosen += (attention.item_paths, attention.attend, layers.affine)
+    if path in (None, "fused"):
+        chosen += (fused.forward_strings,)
+    return chosen
 
 
-def announce_compile(stream=None) -> bool:
-    """Once per process: say on stderr that kernels are compiling, if the cache is cold."""
+def cold_kernels(path: str | None = None) -> list[str]:
+    """Names of the simulator's kernels (of one ``path``, or all) with nothing in the cache."""
+    return [kernel.__name__ for kernel in _kernels(path) if not _is_cached(kernel)]
+
+
+_checked: set = set()
+
+
+def announce_compile(stream=None, path: str | None = None) -> bool:
+    """At most once per process: say on stderr that kernels are compiling, if the cache is cold.
+
+    ``path`` ("fused", "layers" or None for both) names the kernels about to run; each path is
+    checked the first time it runs, so a warm path stays quiet.
+    """
     global _announced
-    if _announced:
+    if _announced or path in _checked:
+        return False
+    _checked.add(path)
+    if not cold_kernels(path):
         return False
     _announced = True
-    if not cold_kernels():
-        return False
     print("satsim: compiling kernels (first run only, cached afterwards)…",
           file=stream or sys.stderr, flush=True)
     return True

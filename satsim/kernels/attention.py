@@ -11,9 +11,10 @@ key, or not on the query, take fast paths with the same results:
 - same queries: every real query is the same row, so the scores s_j are computed once.
   Bidirectional, one query is attended and its result copied. Causal, queries in ascending
   order: the running max only grows, so does the tie threshold (see :func:`_tie_threshold`), and
-  a key that falls below it never comes back. A min-heap of scores gives the tie set (its size,
-  and its value sum as a running compensated sum), a FIFO queue its leftmost member, a stack its
-  rightmost: O(T log T + T·e). Causal softmax takes the general path.
+  a key that falls below it never comes back (one below it on arrival is never kept). A
+  min-heap of scores gives the tie set (its size, and its value sum as a running compensated
+  sum), a FIFO queue its leftmost member, a stack its rightmost: O(T log T + T·e). Causal
+  softmax takes the general path.
 A zero query inside a general item ties all its allowed keys too and skips its score row.
 
 Everything that touches scores (dot products, max, threshold, gap) is compiled without fastmath,
@@ -75,9 +76,9 @@ def _accumulate(total, weight, values):
         total[c] += weight * values[c]
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=False)
 def _write_mean(out_row, total, count):
-    """Write total / count into out_row (cast to its dtype)."""
+    """Write total / count into out_row (cast to its dtype); a true division, never 1/count."""
     for c in range(out_row.shape[0]):
         out_row[c] = total[c] / count
 
@@ -231,10 +232,35 @@ def _item_path(q, k, key_mask, query_mask, causal, kind):
     return _SAME_QUERIES
 
 
+@numba.njit(cache=True, fastmath=False)
+def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
+    """Causal head whose allowed keys all tie, mean kinds: the running mean of the prefix.
+
+    The arithmetic of :func:`_accumulate` (weight 1) and :func:`_write_mean`, written out in one
+    loop: no call per position.
+    """
+    T, e = v.shape
+    total = np.zeros(e)
+    count = 0
+    for i in range(T):
+        if key_mask[i]:
+            count += 1
+            for c in range(e):
+                total[c] += np.float64(v[i, c])
+        if query_mask[i] and count > 0:
+            for c in range(e):
+                out[i, c] = total[c] / count
+            tie_size[i] = count
+            tie_gap[i] = 0.0 if count >= 2 else np.inf
+
+
 @numba.njit(cache=True, fastmath=_FASTMATH)
 def _attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap):
     """Every allowed key ties: mean (or first/last) of v over them, a running prefix if causal."""
     T = query_mask.shape[0]
+    if causal and (kind == SATURATED or kind == SOFTMAX):
+        _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap)
+        return
     total = np.zeros(v.shape[1])
     if not causal:
         first_query = _first_true(query_mask)
@@ -308,10 +334,26 @@ def _heap_pop(scores, positions, size):
 def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
                          out, tie_size, tie_gap):
     """Every real query is the same row: scores s_j once; causal tie sets by heap, queue, stack."""
+    S, e = k.shape[0], v.shape[1]
+    _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
+                              scale, out, tie_size, tie_gap, np.empty(S), np.empty(S),
+                              np.empty(S, dtype=np.int64), np.empty(S, dtype=np.int64),
+                              np.empty(e), np.empty(e))
+
+
+@numba.njit(cache=True, fastmath=False)
+def _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
+                              scale, out, tie_size, tie_gap, scores, heap_scores, heap_positions,
+                              line, total, error):
+    """:func:`_attend_same_queries` with caller-owned scratch, so that it allocates nothing.
+
+    Scratch: scores, heap_scores (float64), heap_positions, line (int64), each of length S, and
+    total, error (float64) of length e; all overwritten.
+    """
     T, S = q.shape[0], k.shape[0]
     first_query = _first_true(query_mask)
-    scores = np.empty(S)
-    total = np.zeros(v.shape[1])
+    total[:] = 0.0
+    error[:] = 0.0
     if not causal:
         size, gap = _attend_query(q[first_query], k, v, key_mask, S, kind, beta, atol, rtol,
                                   scale, scores, total, out[first_query])
@@ -322,13 +364,10 @@ def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol
                 tie_gap[i] = gap
         return
     query = q[first_query]
-    heap_scores = np.empty(S)
-    heap_positions = np.empty(S, dtype=np.int64)
     heap_size = 0
-    line = np.empty(S, dtype=np.int64)  # FIFO queue (unique-left) or stack (unique-right)
+    # line: FIFO queue (unique-left) or stack (unique-right)
     head = 0
     tail = 0
-    error = np.zeros(v.shape[1])
     best = -np.inf
     runner_up = -np.inf
     for i in range(T):
@@ -340,12 +379,15 @@ def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol
                 best = s
             elif s > runner_up:
                 runner_up = s
-            _heap_push(heap_scores, heap_positions, heap_size, s, i)
-            heap_size += 1
-            line[tail] = i
-            tail += 1
-            if kind == SATURATED:
-                _add_compensated(total, error, v[i], 1.0)
+            # A key below the threshold now is below every later one (the max only grows):
+            # it never ties, so it never enters the heap, the line or the sum.
+            if s >= _tie_threshold(best, atol, rtol):
+                _heap_push(heap_scores, heap_positions, heap_size, s, i)
+                heap_size += 1
+                line[tail] = i
+                tail += 1
+                if kind == SATURATED:
+                    _add_compensated(total, error, v[i], 1.0)
         if not query_mask[i] or heap_size == 0:
             continue
         theta = _tie_threshold(best, atol, rtol)

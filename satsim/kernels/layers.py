@@ -55,25 +55,42 @@ def serial_kernels():
 
 @numba.njit(cache=True, fastmath=False)
 def _affine_rows(x, weight, bias, relu, out, start, stop):  # pragma: no cover - compiled
-    """Write x[r] @ weight + bias (optionally through ReLU) to out[r] for start <= r < stop.
+    """Write x[r] @ weight + bias (optionally through ReLU) to out[r] for start <= r < stop."""
+    used = np.empty(x.shape[1], dtype=np.int64)
+    xt = np.empty((x.shape[1], _ROW_BLOCK), dtype=np.float64)
+    acc = np.empty((weight.shape[1], _ROW_BLOCK), dtype=np.float64)
+    _affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc)
 
-    Blocks of _ROW_BLOCK rows are transposed to float64 so that the inner loop runs over rows
-    (vectorised); each output still sums bias, then the products in input order.
+
+@numba.njit(cache=True, fastmath=False)
+def _affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc):  # pragma: no cover
+    """:func:`_affine_rows` with caller-owned scratch, so that it allocates nothing.
+
+    Scratch: used (≥ d_in,) int64, xt (≥ d_in, _ROW_BLOCK) and acc (≥ d_out, _ROW_BLOCK)
+    float64. Blocks of _ROW_BLOCK rows are transposed to float64 so that the inner loop runs
+    over rows (vectorised); each output still sums bias, then the products in input order.
     """
     d_in = x.shape[1]
     d_out = weight.shape[1]
-    xt = np.empty((d_in, _ROW_BLOCK), dtype=np.float64)
-    acc = np.empty((d_out, _ROW_BLOCK), dtype=np.float64)
+    # Inputs whose weights are all zero add nothing (zero weights are skipped): not copied.
+    n_used = 0
+    for i in range(d_in):
+        for c in range(d_out):
+            if weight[i, c] != 0.0:
+                used[n_used] = i
+                n_used += 1
+                break
     for block in range(start, stop, _ROW_BLOCK):
         n = min(_ROW_BLOCK, stop - block)
         for r in range(n):
-            for i in range(d_in):
-                xt[i, r] = x[block + r, i]
+            for u in range(n_used):
+                xt[used[u], r] = x[block + r, used[u]]
         for c in range(d_out):
             b = np.float64(bias[c])
             for r in range(n):
                 acc[c, r] = b
-        for i in range(d_in):
+        for u in range(n_used):
+            i = used[u]
             for c in range(d_out):
                 w = np.float64(weight[i, c])
                 if w != 0.0:

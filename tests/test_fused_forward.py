@@ -1,0 +1,274 @@
+"""The fused per-string forward kernel gives the layer-by-layer batches' logits bit for bit."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import random_spec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import languages
+from satsim import AttentionSettings, SatsimError, Simulator, constructions
+from satsim import forward as forward_module
+from satsim.encoding import encode
+from satsim.forward import forward_batch, forward_fused, fuse
+from satsim.reference.forward import forward
+from satsim.spec import OutputSpec
+
+KINDS = ["saturated", "unique-left", "unique-right", "softmax"]
+ARCHITECTURES = st.fixed_dictionaries({
+    "norm": st.sampled_from(["none", "pre", "post"]),
+    "residual": st.booleans(),
+    "biases": st.booleans(),
+    "affine": st.booleans(),
+    "causal": st.booleans(),
+    "positional": st.sampled_from(["none", "learned", "sinusoidal", "features"]),
+    "dtype": st.sampled_from([np.float32, np.float64]),
+    "task": st.sampled_from(["recognition", "next-symbol"]),
+    "n_layers": st.integers(0, 3),
+    "n_heads": st.integers(1, 3),
+})
+STRINGS = st.lists(st.text(alphabet="ab", max_size=40), min_size=1, max_size=8)
+
+
+def batch_logits(spec, strings, kind="saturated", beta=2.0):
+    """Logits per string from forward_batch, one string per batch (no padding)."""
+    settings_ = AttentionSettings(kind, beta)
+    out = []
+    for string in strings:
+        logits = forward_batch(spec, [encode(spec, string)], settings_).logits[0]
+        out.append(logits[-1] if spec.output.readout == "last" else logits)
+    return out
+
+
+def assert_same(fused, batched):
+    assert len(fused) == len(batched)
+    for a, b in zip(fused, batched):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def close(dtype):
+    return {"rtol": 2e-3, "atol": 2e-3} if dtype == np.float32 else {"rtol": 1e-8, "atol": 1e-8}
+
+
+def quantized(spec, step=0.5):
+    """The spec with every tensor rounded to multiples of ``step``: scores tie exactly."""
+
+    def round_tensor(x):
+        return (np.round(x / step) * step).astype(x.dtype)
+
+    from satsim.spec import map_tensors
+
+    return map_tensors(spec, round_tensor)
+
+
+@settings(max_examples=80, deadline=None)
+@given(arch=ARCHITECTURES, strings=STRINGS, seed=st.integers(0, 10_000),
+       kind=st.sampled_from(KINDS), exact_ties=st.booleans())
+def test_fused_matches_batches_bit_for_bit_and_reference(arch, strings, seed, kind, exact_ties):
+    spec = random_spec(seed, **arch)
+    if exact_ties:
+        spec = quantized(spec)
+    simulator = Simulator(spec, kind, beta=2.0)
+    assert simulator._fused() is not None
+    fused = simulator.logits(strings)
+    assert_same(fused, batch_logits(spec, strings, kind))
+    assert_same(fused, Simulator(spec, kind, beta=2.0, fused=False).logits(strings))
+    for string, logits in zip(strings, fused):
+        expected = forward(spec, string, AttentionSettings(kind, 2.0)).logits
+        np.testing.assert_allclose(logits, expected, **close(arch["dtype"]))
+
+
+@pytest.mark.parametrize("name", constructions.names())
+@pytest.mark.parametrize("task", ["recognition", "next-symbol"])
+def test_fused_matches_batches_on_constructions(name, task):
+    spec = constructions.build(name, task=task)
+    language = languages.get(name)
+    strings = (language.sample_positive(20, 0, 200, seed=1)
+               + language.sample_negative(20, 0, 200, seed=2))
+    simulator = Simulator(spec)
+    assert_same(simulator.logits(strings), batch_logits(spec, strings))
+    reference = Simulator(spec, fused=False)
+    if task == "recognition":
+        np.testing.assert_array_equal(simulator.accepts(strings), reference.accepts(strings))
+    else:
+        assert simulator.next_symbols(strings) == reference.next_symbols(strings)
+
+
+def test_dyck1_decisions_match_the_oracle_and_the_batches():
+    spec = constructions.build("dyck1")
+    dyck1 = languages.get("dyck1")
+    strings = dyck1.sample_positive(200, 0, 3000, seed=5) + dyck1.sample_negative(200, 0, 3000,
+                                                                                  seed=6)
+    fused = Simulator(spec).accepts(strings)
+    np.testing.assert_array_equal(fused, Simulator(spec, fused=False).accepts(strings))
+    np.testing.assert_array_equal(fused, [dyck1.contains(s) for s in strings])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("causal", [True, False])
+def test_general_heads_with_long_strings_and_exact_ties(kind, causal):
+    # Longer than a query block, integer weights: many exact ties on the general path.
+    spec = quantized(random_spec(3, causal=causal, n_ctx=400, dtype=np.float32), step=1.0)
+    rng = np.random.default_rng(0)
+    strings = ["".join(rng.choice(list("ab"), n)) for n in (0, 1, 31, 32, 33, 100, 300)]
+    fused = Simulator(spec, kind).logits(strings)
+    assert_same(fused, batch_logits(spec, strings, kind, beta=1.0))
+
+
+def test_threads_and_chunks_do_not_change_results(monkeypatch):
+    spec = random_spec(4, task="next-symbol", positional="features", dtype=np.float32)
+    simulator = Simulator(spec)
+    rng = np.random.default_rng(1)
+    strings = ["".join(rng.choice(list("ab"), n)) for n in rng.integers(0, 60, 50)]
+    monkeypatch.setattr(forward_module, "FUSED_THREAD_TOKENS", 0)
+    ids, starts, lengths = simulator.encode_all(strings)
+    model = fuse(spec)
+    one, _ = forward_fused(model, ids, starts, lengths, simulator.settings, workers=1)
+    two, _ = forward_fused(model, ids, starts, lengths, simulator.settings, workers=2)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_encode_all_matches_encoding_one_by_one():
+    both = dataclasses.replace(random_spec(2), vocab=("<bos>", "a", "<eos>"), eos="<eos>")
+    for spec in (random_spec(0), constructions.build("dyck1"), both,
+                 dataclasses.replace(random_spec(1), eos="<bos>", bos=None)):
+        simulator = Simulator(spec)
+        strings = ["", "ab", "a", "bbab"] if spec.bos or spec.eos else ["ab", "a"]
+        strings = [s.replace("a", spec.alphabet[0]).replace("b", spec.alphabet[-1])
+                   for s in strings]
+        ids, starts, lengths = simulator.encode_all(strings)
+        for string, start, length in zip(strings, starts, lengths):
+            np.testing.assert_array_equal(ids[start : start + length], encode(spec, string))
+        assert simulator.encode_all([])[0].size == 0
+    greek = dataclasses.replace(random_spec(0), vocab=("<bos>", "α", "b"))  # beyond latin-1
+    ids, starts, lengths = Simulator(greek).encode_all(["αb", "", "bα"])
+    np.testing.assert_array_equal(ids, [0, 1, 2, 0, 0, 2, 1])
+    with pytest.raises(SatsimError, match="symbol '€' at position 1"):
+        Simulator(random_spec(0)).encode_all(["ab", "a€"])
+
+
+def test_fused_path_keeps_the_errors():
+    simulator = Simulator(random_spec(0))
+    with pytest.raises(SatsimError, match="symbol 'c' at position 2"):
+        simulator.logits(["ab", "abc"])
+    with pytest.raises(SatsimError, match="pass a list of strings"):
+        simulator.logits("ab")
+    with pytest.raises(SatsimError, match="longer than the learned positional table"):
+        simulator.accepts(["a" * 100])
+    assert simulator.logits([]) == []
+    dyck1 = Simulator(constructions.build("dyck1"))
+    for mark in ("*", "+"):  # the code points that stand for BOS and EOS while encoding
+        with pytest.raises(SatsimError, match=rf"symbol '\{mark}' at position 1"):
+            dyck1.accepts(["()", f"({mark})"])
+    assert simulator.accepts([]).shape == (0,)
+    no_special = dataclasses.replace(random_spec(0), bos=None, vocab=("c", "a", "b"))
+    with pytest.raises(SatsimError, match="empty string gives no tokens"):
+        Simulator(no_special).logits(["a", ""])
+
+
+def test_scores_that_could_overflow_raise_the_checked_error():
+    spec = random_spec(0, dtype=np.float64, positional="none", norm="none")
+    attn = spec.blocks[0].attn
+    big = dataclasses.replace(attn, W_Q=attn.W_Q * 1e155, W_K=attn.W_K * 1e155)
+    spec = dataclasses.replace(spec, blocks=(dataclasses.replace(spec.blocks[0], attn=big),)
+                               + spec.blocks[1:])
+    with pytest.raises(SatsimError, match="overflow"):
+        Simulator(spec).logits(["ab"])
+
+
+def test_readout_rows_only_after_the_last_attention():
+    # A per-position readout needs every row; a last-position one only the last (same logits).
+    spec = random_spec(6, n_layers=3)
+    per_position = dataclasses.replace(spec, output=OutputSpec(
+        W_U=spec.output.W_U, b_U=spec.output.b_U, labels=("x",), task="recognition",
+        readout="per-position"))
+    strings = ["abab", "b", "aabba"]
+    last = Simulator(spec).logits(strings)
+    every = Simulator(per_position).logits(strings)
+    for a, b in zip(last, every):
+        np.testing.assert_array_equal(a, b[-1])
+
+
+SCRIPT = """
+from satsim import Simulator, constructions
+from satsim.kernels import fused
+Simulator(constructions.build("dyck1")).accepts(["(()())", ")("])
+stats = fused.forward_strings.stats
+print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+"""
+
+
+def test_second_process_loads_the_fused_kernel_from_the_cache():
+    subprocess.run([sys.executable, "-c", SCRIPT], check=True, capture_output=True)
+    second = subprocess.run([sys.executable, "-c", SCRIPT], check=True, capture_output=True,
+                            text=True)
+    hits, misses = map(int, second.stdout.split())
+    assert hits > 0 and misses == 0
+
+
+def test_a_warm_fused_kernel_is_quiet_while_the_layer_kernels_are_cold(monkeypatch, capsys):
+    import satsim.kernels as kernels_module
+    from satsim.kernels import fused
+
+    monkeypatch.setattr(kernels_module, "_announced", False)
+    monkeypatch.setattr(kernels_module, "_checked", set())
+    monkeypatch.setattr(kernels_module, "_is_cached",
+                        lambda kernel: kernel is fused.forward_strings)
+    assert kernels_module.cold_kernels("fused") == []
+    assert sorted(kernels_module.cold_kernels("layers")) == ["affine", "attend", "item_paths"]
+    assert not kernels_module.announce_compile(path="fused")
+    assert "compiling" not in capsys.readouterr().err
+    assert kernels_module.announce_compile(path="layers")
+    assert not kernels_module.announce_compile(path="layers")
+    assert capsys.readouterr().err.count("compiling kernels") == 1
+
+
+def test_logits_accepts_and_next_symbols_take_the_fused_path(monkeypatch):
+    import satsim.simulator as simulator_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the layer-by-layer path ran")
+
+    recogniser = Simulator(constructions.build("dyck1"))
+    predictor = Simulator(constructions.build("dyck1", task="next-symbol"))
+    expected = (recogniser.accepts(["()", ")("]), predictor.next_symbols(["(()"]))
+    monkeypatch.setattr(simulator_module, "forward_batch", refuse)
+    assert recogniser.accepts(["()", ")("]).tolist() == expected[0].tolist() == [True, False]
+    assert predictor.next_symbols(["(()"]) == expected[1]
+    with pytest.raises(AssertionError, match="layer-by-layer"):
+        recogniser.trace("()")  # traces keep the layer-by-layer path
+
+
+def test_the_fused_kernel_cache_is_keyed_to_its_callees_sources():
+    import os
+
+    from satsim.kernels import attention, fused, layers
+
+    stamp = fused.forward_strings._cache._cache_file._source_stamp
+    for module in (attention, layers):
+        st = os.stat(module.__file__)
+        assert (st.st_mtime, st.st_size) in stamp
+
+
+@pytest.mark.parametrize("task", ["recognition", "next-symbol"])
+def test_long_strings_with_general_heads_go_layer_by_layer(monkeypatch, task):
+    import numba
+
+    from satsim.kernels import fused
+
+    monkeypatch.setattr(forward_module, "FUSED_GENERAL_LIMIT", 8)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 2)
+    spec = random_spec(8, task=task, dtype=np.float32)
+    strings = ["ab", "abbab", "abababbbab", "a" * 30, "ba"]
+    simulator = Simulator(spec)
+    ids, starts, lengths = simulator.encode_all(strings)
+    _, status = forward_fused(fuse(spec), ids, starts, lengths, simulator.settings, workers=2)
+    assert (status == fused.LONG_GENERAL).tolist() == [n > 8 for n in lengths]
+    assert_same(simulator.logits(strings), batch_logits(spec, strings))
