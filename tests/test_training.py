@@ -38,10 +38,11 @@ def test_dyck1_next_symbol_trains_to_99_percent_in_distribution(tmp_path):
     for row in metrics:
         assert FIELDS <= set(row)
         assert all(value is not None for key, value in row.items()
-                   if not (key == "direction_cosine" and row["step"] == 0))
+                   if not (key in ("direction_cosine", "checkpoint_cosine") and row["step"] == 0))
         assert len(row["representation_similarity"]) == 1 + 2 * config.layers
         assert set(row["norm_layers"]) == {"embed", "blocks.0", "blocks.1", "ln_final", "unembed"}
     assert {r["step"] for r in metrics if "eval" in r} == {0, 200}
+    assert metrics[0]["checkpoint_cosine"] is None and 0.9 < metrics[4]["checkpoint_cosine"] < 1
     assert metrics[-1]["norm"] > metrics[0]["norm"]  # the norm grew
     spec = ModelSpec.load(str(tmp_path / "run" / "final.safetensors"))
     assert spec.output.labels == ("(", ")", "<eos>") and spec.output.task == "next-symbol"

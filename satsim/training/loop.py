@@ -2,9 +2,10 @@
 
 Step t computes the loss of batch t at θ_t, logs (every ``log_every`` steps, at checkpoints and at
 the last step) θ_t's norms, θ_tᵀ∇L, the update θ_{t+1} − θ_t and representation similarity at
-c = 1000 on fixed probe strings, then updates. Checkpoint t holds θ_t with the optimiser state,
-and held-out accuracies at θ_t are logged with it. Batches depend on (seed, t) only, so resuming
-from checkpoint t replays exactly what an uninterrupted run does (bit-for-bit on the CPU).
+c = 1000 on fixed probe strings, then updates. Checkpoint t holds θ_t with the optimiser state;
+its row adds the held-out accuracies at θ_t and the cosine to the previous checkpoint. Batches
+depend on (seed, t) only, so resuming from checkpoint t replays exactly what an uninterrupted
+run does (bit-for-bit on the CPU).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from satsim.training.checkpoint import checkpoint_steps, load_checkpoint, save_c
 from satsim.training.config import TrainConfig
 from satsim.training.data import Examples, RunData, run_data
 from satsim.training.init import initial_spec
-from satsim.training.instruments import parameter_record, snapshot
+from satsim.training.instruments import cosine, parameter_record, snapshot
 from satsim.training.objective import loss_and_correct
 
 REPRESENTATION_SCALE = 1000.0
@@ -130,6 +131,16 @@ class Trainer:
         return {name: accuracy(self.model, data, self.config.task)
                 for name, data in self.data.held_out.items()}
 
+    def checkpoint_cosine(self, step: int) -> float | None:
+        """cos(θ_step, θ at the checkpoint before it), read from disk (None for the first)."""
+        earlier = [s for s in checkpoint_steps(self.run) if s < step]
+        if not earlier:
+            return None
+        before = load_checkpoint(self.run, earlier[-1]).spec.tensors()
+        previous = {name: torch.from_numpy(np.array(before[name], dtype=np.float64))
+                    for name, _ in self.model.named_parameters()}
+        return cosine(snapshot(self.model.named_parameters()), previous)
+
     def checkpoint(self, step: int) -> None:
         """Save θ_step with the optimiser state."""
         state = {"optimizer": self.optimizer.state_dict(), "previous": self.previous,
@@ -182,6 +193,7 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
     for t in range(start, config.steps):
         at_checkpoint = t % config.checkpoint_every == 0
         evaluation = trainer.held_out() if at_checkpoint else None
+        turn = trainer.checkpoint_cosine(t) if at_checkpoint else None
         if at_checkpoint and t > start or t == 0:
             trainer.elapsed = time.perf_counter() - clock
             trainer.checkpoint(t)
@@ -191,6 +203,7 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
             row["elapsed"] = time.perf_counter() - clock
             if evaluation is not None:
                 row["eval"] = evaluation
+                row["checkpoint_cosine"] = turn
             metrics.write(row)
         if progress is not None:
             progress(1)
