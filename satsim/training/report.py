@@ -139,13 +139,16 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def direction_to_final(run: Run) -> list[dict]:
-    """Per checkpoint: its step, ‖θ‖ and cos(θ_checkpoint, θ_final)."""
+    """Per checkpoint: its step, ‖θ‖, cos(θ_checkpoint, θ_final) and cos to the one before."""
     final = flat_parameters(run.final)
     out = []
+    before = None
     for step, path in run.checkpoints:
         theta = flat_parameters(ModelSpec.load(str(path)))
         out.append({"step": step, "norm": float(np.linalg.norm(theta)),
-                    "cosine_to_final": cosine(theta, final)})
+                    "cosine_to_final": cosine(theta, final),
+                    "cosine_to_previous": None if before is None else cosine(theta, before)})
+        before = theta
     return out
 
 
@@ -323,6 +326,9 @@ def render(report: Report) -> str:
     if report.checkpoint_direction:
         out.append("  cos(θ_checkpoint, θ_final): " + ", ".join(
             f"step {c['step']} {_num(c['cosine_to_final'])}" for c in report.checkpoint_direction))
+        out.append("  cos(θ_checkpoint, θ_previous checkpoint): " + ", ".join(
+            f"step {c['step']} {_num(c['cosine_to_previous'], '.6f')}"
+            for c in report.checkpoint_direction[1:]))
     steps, similarity = run.similarity()
     if len(steps):
         out.append(f"representation similarity cos(f(x;θ), f(x;1000θ)) per stream at step "
