@@ -85,3 +85,30 @@ def random_spec(
         bos="<bos>",
         name=f"random-{seed}",
     )
+
+
+def run_satsim(*args: str, stdin: str | None = None):
+    """Run the satsim entry point in a fresh process, as a user would (a CompletedProcess)."""
+    import subprocess
+    import sys
+
+    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], input=stdin, capture_output=True,
+                          text=True, timeout=600)
+
+
+def architectures(**extra):
+    """A hypothesis strategy of random_spec keyword arguments: every architecture option."""
+    import numpy as np
+    from hypothesis import strategies as st
+
+    return st.fixed_dictionaries({
+        "norm": st.sampled_from(["none", "pre", "post"]),
+        "residual": st.booleans(),
+        "biases": st.booleans(),
+        "affine": st.booleans(),
+        "causal": st.booleans(),
+        "positional": st.sampled_from(["none", "learned", "sinusoidal", "features"]),
+        "dtype": st.sampled_from([np.float32, np.float64]),
+        **extra,
+    })

@@ -6,16 +6,11 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import random_spec
+from helpers import random_spec, run_satsim
 
 from satsim import constructions
 
-
-def satsim(*args, stdin=None):
-    """Run the installed entry point in a fresh process, as a user would."""
-    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], input=stdin, capture_output=True,
-                          text=True, timeout=600)
+satsim = run_satsim
 
 
 def test_eval_json_reports_exact_accuracy_per_bin():

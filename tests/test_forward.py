@@ -4,22 +4,14 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import random_spec
+from helpers import architectures, random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from satsim import AttentionSettings, SatsimError, Simulator
 from satsim.reference.forward import forward
 
-ARCHITECTURES = st.fixed_dictionaries({
-    "norm": st.sampled_from(["none", "pre", "post"]),
-    "residual": st.booleans(),
-    "biases": st.booleans(),
-    "affine": st.booleans(),
-    "causal": st.booleans(),
-    "positional": st.sampled_from(["none", "learned", "sinusoidal", "features"]),
-    "dtype": st.sampled_from([np.float32, np.float64]),
-})
+ARCHITECTURES = architectures()
 STRINGS = st.lists(st.text(alphabet="ab", max_size=20), min_size=1, max_size=6)
 
 

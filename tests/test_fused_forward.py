@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import random_spec
+from helpers import architectures, random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,18 +21,11 @@ from satsim.reference.forward import forward
 from satsim.spec import OutputSpec
 
 KINDS = ["saturated", "unique-left", "unique-right", "softmax"]
-ARCHITECTURES = st.fixed_dictionaries({
-    "norm": st.sampled_from(["none", "pre", "post"]),
-    "residual": st.booleans(),
-    "biases": st.booleans(),
-    "affine": st.booleans(),
-    "causal": st.booleans(),
-    "positional": st.sampled_from(["none", "learned", "sinusoidal", "features"]),
-    "dtype": st.sampled_from([np.float32, np.float64]),
-    "task": st.sampled_from(["recognition", "next-symbol"]),
-    "n_layers": st.integers(0, 3),
-    "n_heads": st.integers(1, 3),
-})
+ARCHITECTURES = architectures(
+    task=st.sampled_from(["recognition", "next-symbol"]),
+    n_layers=st.integers(0, 3),
+    n_heads=st.integers(1, 3),
+)
 STRINGS = st.lists(st.text(alphabet="ab", max_size=40), min_size=1, max_size=8)
 
 

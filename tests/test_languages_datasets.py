@@ -1,11 +1,10 @@
 """Datasets and `satsim sample`: tasks, split presets, de-duplication, byte-identical output."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_satsim
 from lang_refs import REFERENCE
 
 import languages
@@ -106,7 +105,6 @@ def test_sample_command_options():
 
 
 def test_sample_command_errors_are_one_line_with_exit_code_2():
-    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
     for args, message in [
         (["--lang", "nope"], "unknown language 'nope'"),
         (["--lang", "dyck1", "--split", "nope"], "unknown split preset"),
@@ -114,7 +112,6 @@ def test_sample_command_errors_are_one_line_with_exit_code_2():
         (["--lang", "tomita1", "--max-depth", "2"], "no nesting depth"),
         (["--lang", "dyck1", "--min-len", "3", "--max-len", "3"], "no positive strings"),
     ]:
-        result = subprocess.run([sys.executable, "-c", code, "sample", *args],
-                                capture_output=True, text=True)
+        result = run_satsim("sample", *args)
         assert result.returncode == 2 and result.stderr.startswith("error: "), result.stderr
         assert message in result.stderr and result.stderr.count("\n") == 1

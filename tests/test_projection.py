@@ -6,12 +6,11 @@ paper's grid.
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
+from helpers import run_satsim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -168,10 +167,7 @@ def test_signed_value_and_first_positive():
     assert first_positive([1, 2, 3], [-1, 0, 2]) == 3 and math.isinf(first_positive([1], [-1]))
 
 
-def satsim(*args):
-    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=300)
+satsim = run_satsim
 
 
 def test_cli_json_and_plot(tmp_path):

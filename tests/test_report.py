@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import random_spec
+from helpers import random_spec, run_satsim
 
 import languages
 from satsim import constructions
@@ -162,11 +162,7 @@ def test_a_model_of_the_wrong_task_is_an_error(tmp_path):
         build_report(run, [(0, 8)], n=4, device="cpu")
 
 
-def satsim(*args):
-    """Run the entry point in a fresh process, as a user would."""
-    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=600)
+satsim = run_satsim
 
 
 def test_cli_json_and_plots(tmp_path):

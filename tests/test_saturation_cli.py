@@ -6,14 +6,9 @@ import sys
 
 import pytest
 import torch
-from helpers import random_spec
+from helpers import random_spec, run_satsim
 
-
-def satsim(*args):
-    """Run the entry point in a fresh process, as a user would."""
-    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=600)
+satsim = run_satsim
 
 
 def test_saturation_json_on_the_dyck1_construction(tmp_path):
