@@ -10,6 +10,9 @@ import click
 from satsim.commands.options import get_language, simulator_from_options, with_model_options
 from satsim.errors import SatsimError
 
+OPTIONAL_MODULES = {"torch": "soft", "matplotlib": "plot"}
+"""Optional dependencies by the extra that installs them (see pyproject.toml)."""
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="satsim")
@@ -140,6 +143,13 @@ def main() -> None:
         sys.exit(130)
     except (SatsimError, ValueError) as error:
         click.echo(f"error: {str(error).splitlines()[0]}", err=True)
+        sys.exit(2)
+    except ModuleNotFoundError as error:
+        extra = OPTIONAL_MODULES.get((error.name or "").split(".")[0])
+        if extra is None:
+            raise
+        click.echo(f"error: this command needs {error.name}, which is not installed; "
+                   f"install it with: pip install \"satsim[{extra}]\"", err=True)
         sys.exit(2)
 
 

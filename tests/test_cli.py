@@ -113,3 +113,15 @@ def test_bad_input_gives_one_line_and_nonzero_exit(tmp_path, case):
 def test_unknown_option_is_a_usage_error():
     result = satsim("eval", "--lang", "dyck1", "--attention", "hardmax")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("module, extra", [("torch", "soft"), ("matplotlib", "plot")])
+def test_a_missing_optional_dependency_is_a_one_line_error(module, extra):
+    code = (f"import sys; sys.modules[{module!r}] = None; from satsim.cli import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
+    args = (["train", "--steps", "1", "--out", "/nonexistent/run"] if module == "torch" else
+            ["trace", "--lang", "dyck1", "()", "--plot", "/nonexistent/plot.png"])
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f'pip install "satsim[{extra}]"' in result.stderr
