@@ -192,6 +192,10 @@ FUSED_THREAD_TOKENS = 1 << 14
 FUSED_GENERAL_LIMIT = 4096
 """With several threads, strings longer than this with a head on the general O(T²) path are
 left to the layer-by-layer path, whose attention spreads one string over the threads."""
+FUSED_POSITION_ROWS = 1 << 18
+"""Rows of position-feature vectors one fused call may hold: strings of many distinct lengths
+(a test set of 10⁴ lengths up to 10⁴ would need 5·10⁷ rows, 17 GB at d = 44 in float64) run
+in groups of this budget."""
 
 
 @dataclass(frozen=True)
@@ -315,6 +319,24 @@ def positional_rows(spec: ModelSpec, lengths: np.ndarray) -> tuple[np.ndarray, n
     return np.ascontiguousarray(table, spec.dtype), first_rows[inverse]
 
 
+def _position_groups(spec: ModelSpec, lengths: np.ndarray,
+                     order: np.ndarray) -> list[np.ndarray]:
+    """Split the length-sorted ``order`` so each group's position-feature rows fit the budget."""
+    if spec.positional.kind != "features":
+        return [order]
+    groups, start, rows, previous = [], 0, 0, -1
+    for index, string in enumerate(order.tolist()):
+        length = int(lengths[string])
+        if length != previous:
+            if rows + length > FUSED_POSITION_ROWS and index > start:
+                groups.append(order[start:index])
+                start, rows = index, 0
+            rows += length
+            previous = length
+    groups.append(order[start:])
+    return groups
+
+
 def forward_fused(
     model: FusedModel, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     settings: AttentionSettings, workers: int = 1,
@@ -336,23 +358,27 @@ def forward_fused(
     rows = n if spec.output.readout == "last" else len(ids)
     out = np.zeros((rows, len(spec.output.labels)), dtype=spec.dtype)
     status = np.zeros(n, dtype=np.int64)
-    pos_table, pos_start = positional_rows(spec, lengths)
-    order = np.argsort(-lengths, kind="stable")
-    # Round-robin over the length-sorted strings: chunks of about the same number of tokens.
-    # Threads only for work worth more than starting them (about a millisecond).
-    n_chunks = 1 if workers <= 1 or n < 2 or len(ids) < FUSED_THREAD_TOKENS else min(n, 4 * workers)
     general_limit = FUSED_GENERAL_LIMIT if workers > 1 else np.iinfo(np.int64).max
-    chunks = [np.ascontiguousarray(order[c::n_chunks]) for c in range(n_chunks)]
+    order = np.argsort(-lengths, kind="stable")
+    pos_start = np.zeros(n, dtype=np.int64)
+    for group in _position_groups(spec, lengths, order):
+        pos_table, pos_start[group] = positional_rows(spec, lengths[group])
+        # Round-robin over the length-sorted strings: chunks of about the same number of
+        # tokens. Threads only for work worth more than starting them (about a millisecond).
+        tokens = int(lengths[group].sum())
+        n_chunks = (1 if workers <= 1 or len(group) < 2 or tokens < FUSED_THREAD_TOKENS
+                    else min(len(group), 4 * workers))
+        chunks = [np.ascontiguousarray(group[c::n_chunks]) for c in range(n_chunks)]
 
-    def run(chunk: np.ndarray) -> None:
-        fk.forward_strings(ids, starts, lengths, chunk, model.W_E, pos_table, pos_start,
-                        model.params, model.reals, model.program, model.known, model.dims,
-                        _KIND_CODES[settings.kind], float(settings.beta), atol, rtol,
-                        general_limit, out, status)
+        def run(chunk: np.ndarray, table: np.ndarray = pos_table) -> None:
+            fk.forward_strings(ids, starts, lengths, chunk, model.W_E, table, pos_start,
+                               model.params, model.reals, model.program, model.known,
+                               model.dims, _KIND_CODES[settings.kind], float(settings.beta),
+                               atol, rtol, general_limit, out, status)
 
-    if n_chunks == 1:
-        run(chunks[0])
-    else:
-        with ThreadPoolExecutor(min(workers, n_chunks)) as pool:
-            list(pool.map(run, chunks))
+        if n_chunks == 1:
+            run(chunks[0])
+        else:
+            with ThreadPoolExecutor(min(workers, n_chunks)) as pool:
+                list(pool.map(run, chunks))
     return out, status

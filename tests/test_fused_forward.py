@@ -128,6 +128,32 @@ def test_threads_and_chunks_do_not_change_results(monkeypatch):
     np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_position_feature_rows_are_bounded_by_groups_without_changing_results(monkeypatch,
+                                                                              workers):
+    """Many distinct lengths: position rows come in groups of a budget, results unchanged."""
+    spec = random_spec(5, task="next-symbol", positional="features", dtype=np.float64)
+    simulator = Simulator(spec)
+    rng = np.random.default_rng(2)
+    strings = ["".join(rng.choice(list("ab"), n)) for n in rng.integers(0, 80, 60)]
+    ids, starts, lengths = simulator.encode_all(strings)
+    model = fuse(spec)
+    whole, _ = forward_fused(model, ids, starts, lengths, simulator.settings, workers=workers)
+    tables = []
+    real_rows = forward_module.positional_rows
+
+    def recorded(spec_, group_lengths):
+        table, first = real_rows(spec_, group_lengths)
+        tables.append(len(table))
+        return table, first
+
+    monkeypatch.setattr(forward_module, "FUSED_POSITION_ROWS", 200)
+    monkeypatch.setattr(forward_module, "positional_rows", recorded)
+    grouped, _ = forward_fused(model, ids, starts, lengths, simulator.settings, workers=workers)
+    np.testing.assert_array_equal(whole, grouped)
+    assert len(tables) > 5 and max(tables) <= 200 + int(lengths.max())
+
+
 def test_encode_all_matches_encoding_one_by_one():
     both = dataclasses.replace(random_spec(2), vocab=("<bos>", "a", "<eos>"), eos="<eos>")
     for spec in (random_spec(0), constructions.build("dyck1"), both,
