@@ -2,10 +2,13 @@
 
 Run: python bench/attention_kernels.py [--threads 2] [--repeats 7]. Each backend runs in its own
 process with Numba, OpenMP and BLAS threads set to ``--threads`` (satsim also with 1 thread);
-float32, B = 8, H = 4, causal, median of ``--repeats`` runs. GFLOP/s counts the useful causal
-work, 2·B·H·T²·d (QKᵀ and PV, each half a T×T×d product), against the machine's float32
-matmul rate: a batched (T, d) @ (d, T) product of the same shape ("matched") and a 2048³
-square one ("peak"). Prints a table and writes bench/results/attention_kernels.json.
+float32, B = 8, H = 4, causal, median of ``--repeats`` runs. "satsim" is what
+``saturated_attention`` runs by default (its path, "tiles" or "fused", is recorded);
+"satsim-fused" forces the fused per-query kernel (no BLAS tiles) for comparison. GFLOP/s counts
+the useful causal work, 2·B·H·T²·d (QKᵀ and PV, each half a T×T×d product), against the
+machine's float32 matmul rate: a batched (T, d) @ (d, T) product of the same shape ("matched")
+and a 2048³ square one ("peak"). Prints a table and writes bench/results/attention_kernels.json
+(attention_kernels_<n>thread.json for ``--threads`` n other than 2).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import numpy as np
 from _common import machine, median_time, run_child, write
 
 SHAPES = [(8, 4, 512, 16), (8, 4, 2048, 64)]
-BACKENDS = ["satsim", "satsim-1thread", "torch-sdpa", "torch-saturated", "numpy-saturated",
-            "matmul"]
+BACKENDS = ["satsim", "satsim-1thread", "satsim-fused", "satsim-fused-1thread", "torch-sdpa",
+            "torch-saturated", "numpy-saturated", "matmul"]
 
 
 def inputs(B, H, T, d, seed=0):
@@ -45,9 +48,13 @@ def child(backend: str, B, H, T, d, threads, repeats) -> dict:
         import numba
 
         from satsim.attention import saturated_attention
+        from satsim.kernels import tiles
 
         numba.set_num_threads(threads)
+        if backend.startswith("satsim-fused"):
+            tiles.TILE_SCORES = 1 << 62
         seconds = median_time(lambda: saturated_attention(q, k, v, causal=True), repeats)
+        return {"seconds": seconds, "path": "tiles" if T * T >= tiles.TILE_SCORES else "fused"}
     elif backend.startswith("torch"):
         import torch
 
@@ -93,7 +100,7 @@ def main() -> None:
     for B, H, T, d in SHAPES:
         row = {"B": B, "H": H, "T": T, "d": d}
         for backend in BACKENDS:
-            threads = 1 if backend == "satsim-1thread" else args.threads
+            threads = 1 if backend.endswith("-1thread") else args.threads
             result = run_child(__file__, ["--child", backend, str(B), str(H), str(T), str(d),
                                           "--threads", str(threads), "--repeats",
                                           str(args.repeats)], threads)
@@ -102,12 +109,16 @@ def main() -> None:
         row["satsim_gflops"] = flops / row["satsim"]["seconds"] / 1e9
         rows.append(row)
         ms = {b: row[b]["seconds"] * 1e3 for b in BACKENDS if b != "matmul"}
-        print(f"T={T:5} d={d:3}  " + "  ".join(f"{b} {t:8.2f} ms" for b, t in ms.items()))
+        print(f"T={T:5} d={d:3}  " + "  ".join(f"{b} {t:.2f} ms" for b, t in ms.items()))
+        print(f"  satsim path: {row['satsim']['path']}; tiles vs fused "
+              f"{ms['satsim-fused'] / ms['satsim']:.2f}× ({args.threads} threads), "
+              f"{ms['satsim-fused-1thread'] / ms['satsim-1thread']:.2f}× (1 thread)")
         print(f"  satsim {row['satsim_gflops']:.1f} GFLOP/s; matmul matched "
               f"{row['matmul']['matched_gflops']:.1f}, peak {row['matmul']['peak_gflops']:.1f}; "
               f"speed-up vs SDPA {ms['torch-sdpa'] / ms['satsim']:.2f}×, vs NumPy "
               f"{ms['numpy-saturated'] / ms['satsim']:.2f}×")
-    path = write("attention_kernels", {"machine": machine(), "threads": args.threads,
+    name = "attention_kernels" if args.threads == 2 else f"attention_kernels_{args.threads}thread"
+    path = write(name, {"machine": machine(), "threads": args.threads,
                                        "repeats": args.repeats, "rows": rows})
     print(f"wrote {path}", file=sys.stderr)
 

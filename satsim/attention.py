@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.kernels import announce_compile, tiles
 from satsim.kernels import attention as kernels
 from satsim.kernels.layers import use_parallel
 from satsim.reference.attention import ATTENTION_KINDS, default_scale
@@ -147,13 +149,38 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
         promised = np.broadcast_to(np.asarray(same_scores, dtype=bool), batch).reshape(-1)
         known[promised] = kernels.SAME_SCORES
     paths = kernels.item_paths(q, k, key_mask, real_queries, causal, code, known)
-    n_general = int(np.count_nonzero(paths == kernels.GENERAL))
-    work = n_general * T * S * d // (2 if causal else 1) + n_items * T * (d + e)
-    kernel = kernels.attend_parallel if use_parallel(work) else kernels.attend
-    out, tie_size, tie_gap = kernel(q, k, v, key_mask, real_queries, causal, code, beta, atol,
-                                    rtol, scale, paths)
+    general = np.flatnonzero(paths == kernels.GENERAL)
+    item_work = T * S * d // (2 if causal else 1)
+    work = general.size * item_work + n_items * T * (d + e)
+    parallel = use_parallel(work)
+    if code == kernels.SOFTMAX or general.size == 0 or T * S < tiles.TILE_SCORES or scale == 0:
+        kernel = kernels.attend_parallel if parallel else kernels.attend
+        out, tie_size, tie_gap = kernel(q, k, v, key_mask, real_queries, causal, code, beta,
+                                        atol, rtol, scale, paths)
+    else:
+        out, tie_size, tie_gap = _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code,
+                                                  atol, rtol, scale, paths, general, parallel)
     return AttentionResult(out.reshape(batch + (T, e)), tie_size.reshape(batch + (T,)),
                            tie_gap.reshape(batch + (T,)))
+
+
+def _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code, atol, rtol, scale, paths,
+                     general, parallel):
+    """Hard kinds: fast-path items by the fused kernel, general items by BLAS score tiles."""
+    n_items, T = q.shape[0], q.shape[1]
+    out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
+    tie_size = np.zeros((n_items, T), dtype=np.int64)
+    tie_gap = np.full((n_items, T), np.nan)
+    fast = np.flatnonzero(paths != kernels.GENERAL)
+    if fast.size:
+        parts = kernels.attend(q[fast], k[fast], v[fast], key_mask[fast], real_queries[fast],
+                               causal, code, 1.0, atol, rtol, scale, paths[fast])
+        out[fast], tie_size[fast], tie_gap[fast] = parts
+    threads = numba.get_num_threads() if parallel else 1
+    announce_compile(path="tiles")
+    tiles.attend_tiled(q, k, v, key_mask, real_queries, causal, code, atol, rtol, scale, general,
+                       out, tie_size, tie_gap, threads=threads)
+    return out, tie_size, tie_gap
 
 
 def saturated_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False,

@@ -20,14 +20,16 @@ def _is_cached(kernel) -> bool:
 
 
 def _kernels(path: str | None) -> tuple:
-    """The dispatchers that a path compiles: "fused", "layers" (layer by layer), None: both."""
-    from satsim.kernels import attention, fused, layers
+    """The dispatchers of a path: "fused", "layers", "tiles" (BLAS score tiles), None: all."""
+    from satsim.kernels import attention, fused, layers, tiles
 
     chosen = ()
     if path in (None, "layers"):
         chosen += (attention.item_paths, attention.attend, layers.affine)
     if path in (None, "fused"):
         chosen += (fused.forward_strings,)
+    if path in (None, "tiles"):
+        chosen += (tiles.attend_tile, tiles.key_norm_max)
     return chosen
 
 
