@@ -151,6 +151,35 @@ def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _top_two(s, best, runner_up):
+    """The largest and second-largest of (best, runner_up) and a new value s."""
+    if s > best:
+        return s, best
+    if s > runner_up:
+        return best, s
+    return best, runner_up
+
+
+@numba.njit(cache=True, fastmath=False)
+def _take(kind, j, v, total, chosen):
+    """Key j is in the tie set: add its value (saturated) or note it (unique); return the pick."""
+    if kind == SATURATED:
+        _accumulate(total, 1.0, v[j])
+    elif chosen < 0 or kind == UNIQUE_RIGHT:
+        chosen = j
+    return chosen
+
+
+@numba.njit(cache=True, fastmath=False)
+def _emit(kind, total, size, chosen, v, out_row):
+    """Write a hard head's output: the tie set's mean, or the value of the unique pick."""
+    if kind == SATURATED:
+        _write_mean(out_row, total, size)
+    else:
+        out_row[:] = v[chosen]
+
+
+@numba.njit(cache=True, fastmath=False)
 def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     """Write the saturated mean or the unique-hard pick of the keys scoring ≥ theta; return |S|."""
     total[:] = 0.0
@@ -159,14 +188,8 @@ def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     for j in range(n_keys):
         if key_mask[j] and scores[j] >= theta:
             size += 1
-            if kind == SATURATED:
-                _accumulate(total, 1.0, v[j])
-            elif chosen < 0 or kind == UNIQUE_RIGHT:
-                chosen = j
-    if kind == SATURATED:
-        _write_mean(out_row, total, size)
-    else:
-        out_row[:] = v[chosen]
+            chosen = _take(kind, j, v, total, chosen)
+    _emit(kind, total, size, chosen, v, out_row)
     return size
 
 
@@ -184,11 +207,7 @@ def _attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, 
             s = _score(q_row, k[j], scale)
             scores[j] = s
             count += 1
-            if s > best:
-                runner_up = best
-                best = s
-            elif s > runner_up:
-                runner_up = s
+            best, runner_up = _top_two(s, best, runner_up)
     if count == 0:
         return 0, np.nan
     theta = _tie_threshold(best, atol, rtol)
@@ -374,11 +393,7 @@ def _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta,
         if key_mask[i]:
             s = _score(query, k[i], scale)
             scores[i] = s
-            if s > best:
-                runner_up = best
-                best = s
-            elif s > runner_up:
-                runner_up = s
+            best, runner_up = _top_two(s, best, runner_up)
             # A key below the threshold now is below every later one (the max only grows):
             # it never ties, so it never enters the heap, the line or the sum.
             if s >= _tie_threshold(best, atol, rtol):
@@ -483,11 +498,7 @@ def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scal
         if key_mask[j]:
             a = scale * np.float64(approx[j])
             count += 1
-            if a > first_best:
-                second_best = first_best
-                first_best = a
-            elif a > second_best:
-                second_best = a
+            first_best, second_best = _top_two(a, first_best, second_best)
     if count == 0:
         return 0, np.nan
     # Exact max >= first_best - bound, exact runner-up >= second_best - bound: a key whose exact
@@ -499,11 +510,7 @@ def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scal
         s = -np.inf
         if key_mask[j] and scale * np.float64(approx[j]) >= cut:
             s = _score(q_row, k[j], scale)
-            if s > best:
-                runner_up = best
-                best = s
-            elif s > runner_up:
-                runner_up = s
+            best, runner_up = _top_two(s, best, runner_up)
         scores[j] = s
     theta = _tie_threshold(best, atol, rtol)
     return _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row), best - runner_up

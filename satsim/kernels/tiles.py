@@ -30,14 +30,13 @@ import numba
 import numpy as np
 
 from satsim.kernels.attention import (
-    SATURATED,
-    UNIQUE_RIGHT,
-    _accumulate,
     _attend_query,
+    _emit,
     _score,
     _score_bound,
+    _take,
     _tie_threshold,
-    _write_mean,
+    _top_two,
 )
 
 TILE_ROWS = 256
@@ -158,27 +157,16 @@ def _attend_query_tile(q_row, k, v, n_keys, kind, atol, rtol, scale, approx, bou
     for c in range(count):
         s = _score(q_row, k[candidates[c]], scale)
         cand_scores[c] = s
-        if s > best:
-            runner_up = best
-            best = s
-        elif s > runner_up:
-            runner_up = s
+        best, runner_up = _top_two(s, best, runner_up)
     theta = _tie_threshold(best, atol, rtol)
     total[:] = 0.0
     size = 0
     chosen = -1
     for c in range(count):
         if cand_scores[c] >= theta:
-            j = candidates[c]
             size += 1
-            if kind == SATURATED:
-                _accumulate(total, 1.0, v[j])
-            elif chosen < 0 or kind == UNIQUE_RIGHT:
-                chosen = j
-    if kind == SATURATED:
-        _write_mean(out_row, total, size)
-    else:
-        out_row[:] = v[chosen]
+            chosen = _take(kind, candidates[c], v, total, chosen)
+    _emit(kind, total, size, chosen, v, out_row)
     return size, best - runner_up
 
 
