@@ -115,8 +115,8 @@ def test_soft_predictions_match_softmax_attention_in_the_simulator(task, seed, n
 
 def test_the_limit_of_a_construction_is_right_on_every_bin():
     spec = constructions.build("majority")
-    pairs = evaluate_bins(spec, limit(spec), languages.get("majority"), [(0, 16), (17, 60)],
-                          n=20, seed=0, device="cpu")
+    pairs = evaluate_bins(spec, Simulator(limit(spec)), languages.get("majority"),
+                          [(0, 16), (17, 60)], n=20, seed=0, device="cpu")
     assert [p.limit.accuracy for p in pairs] == [1.0, 1.0]
     assert [p.soft.n for p in pairs] == [p.limit.n for p in pairs] == [20, 20]
     assert all(0 <= p.soft.accuracy <= 1 for p in pairs)
@@ -124,7 +124,7 @@ def test_the_limit_of_a_construction_is_right_on_every_bin():
 
 def test_a_learned_table_cuts_and_skips_bins_and_long_bins_skip_the_soft_model():
     spec = random_spec(0, positional="learned", n_ctx=20)
-    pairs = evaluate_bins(spec, limit(spec), languages.get("majority"),
+    pairs = evaluate_bins(spec, Simulator(limit(spec)), languages.get("majority"),
                           [(0, 5), (6, 30), (40, 60)], n=6, device="cpu", soft_max_len=5)
     assert pairs[0].soft is not None and pairs[0].limit.max_len == 5
     assert pairs[1].limit.max_len == 19 and pairs[1].soft is None and "cut at 19" in pairs[1].note
@@ -225,8 +225,9 @@ def test_next_symbol_models_are_scored_on_positives_and_recognisers_on_both():
     strings, labels = draw(language, 20, 2, 30, seed=3, negatives=False)
     assert len(strings) == 20 and labels.all() and all(map(language.contains, strings))
     spec = constructions.build("dyck1", task="next-symbol")
-    pairs = evaluate_bins(spec, spec, language, [(2, 30)], n=20, device="cpu")
+    pairs = evaluate_bins(spec, Simulator(spec), language, [(2, 30)], n=20, device="cpu")
     assert pairs[0].limit.negatives == 0 and pairs[0].soft.negatives == 0
     recogniser = constructions.build("dyck1")
-    pairs = evaluate_bins(recogniser, recogniser, language, [(2, 30)], n=20, device="cpu")
+    pairs = evaluate_bins(recogniser, Simulator(recogniser), language, [(2, 30)], n=20,
+                          device="cpu")
     assert pairs[0].limit.negatives == 10 and pairs[0].limit.accuracy == 1.0

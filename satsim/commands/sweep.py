@@ -89,9 +89,6 @@ def command(out, lang, seed, lr, vary, fixed, jobs, plan_only, collect_only, as_
             for planned in configs:
                 click.echo(json.dumps(planned))
             return
-        from satsim.commands.torch_setup import import_torch
-
-        import_torch(1)
         from satsim.training.sweep import run_sweep
 
         with click.progressbar(length=len(configs), label=f"sweep of {len(configs)} runs",

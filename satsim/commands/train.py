@@ -10,14 +10,17 @@ import click
 
 from satsim.commands.options import get_language
 from satsim.errors import SatsimError
+from satsim.training.config import (
+    DTYPES,
+    NORMS,
+    OPTIMIZERS,
+    POSITIONALS,
+    TRAIN_TASKS,
+    TrainConfig,
+)
 
-DEFAULTS = {  # the TrainConfig defaults, repeated here so --help shows them without torch
-    "lang": "dyck1", "task": "next-symbol", "split": "bhattamishra", "steps": 1500,
-    "batch_size": 32, "optimizer": "adam", "lr": 3e-3, "weight_decay": 0.0, "momentum": 0.0,
-    "layers": 2, "d_model": 16, "heads": 2, "d_head": 8, "d_mlp": 32, "norm": "pre",
-    "positional": "none", "n_ctx": 256, "seed": 0, "train_size": 2000, "eval_size": 200,
-    "checkpoint_every": 250, "log_every": 25, "device": "auto", "dtype": "float32",
-}
+DEFAULTS = TrainConfig().to_dict()
+"""Every training setting's default (for the options here and the sweep's base settings)."""
 
 
 def _option(name: str, kind, help_text: str, **extra):
@@ -29,11 +32,11 @@ def _option(name: str, kind, help_text: str, **extra):
 
 @click.command("train")
 @_option("lang", str, "Language to train on (satsim languages).")
-@_option("task", click.Choice(["recognition", "next-symbol"]), "Task.")
+@_option("task", click.Choice(TRAIN_TASKS), "Task.")
 @_option("split", str, "Split preset: bhattamishra, deletang, flare or satsim.")
 @_option("steps", click.IntRange(min=1), "Optimiser steps.")
 @_option("batch_size", click.IntRange(min=1), "Strings per batch.")
-@_option("optimizer", click.Choice(["sgd", "adam", "adamw"]), "Optimiser.")
+@_option("optimizer", click.Choice(OPTIMIZERS), "Optimiser.")
 @_option("lr", float, "Learning rate.")
 @_option("weight_decay", float, "Weight decay.")
 @_option("momentum", float, "SGD momentum.")
@@ -42,14 +45,14 @@ def _option(name: str, kind, help_text: str, **extra):
 @_option("heads", click.IntRange(min=1), "Heads per layer.")
 @_option("d_head", click.IntRange(min=1), "Query/key/value width per head.")
 @_option("d_mlp", click.IntRange(min=1), "Feed-forward width.")
-@_option("norm", click.Choice(["pre", "post", "none"]), "LayerNorm placement.")
-@_option("positional", click.Choice(["none", "learned", "sinusoidal"]), "Positional encoding.")
+@_option("norm", click.Choice(NORMS), "LayerNorm placement.")
+@_option("positional", click.Choice(POSITIONALS), "Positional encoding.")
 @_option("seed", click.IntRange(min=0), "Seed of the data, the initialisation and the batches.")
 @_option("train_size", click.IntRange(min=1), "Training strings.")
 @_option("checkpoint_every", click.IntRange(min=1), "Steps between checkpoints.")
 @_option("log_every", click.IntRange(min=1), "Steps between metrics rows.")
 @_option("device", str, "auto, cpu, cuda or cuda:N.")
-@_option("dtype", click.Choice(["float32", "float64"]), "Precision of training.")
+@_option("dtype", click.Choice(DTYPES), "Precision of training.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run directory (default runs/LANG-TASK-seedS).")
 @click.option("--resume", is_flag=True,
@@ -62,7 +65,6 @@ def command(out, resume, threads, as_json, **settings) -> None:
     from satsim.commands.torch_setup import import_torch
 
     import_torch(threads)
-    from satsim.training.config import TrainConfig
     from satsim.training.loop import train
 
     run = Path(out or f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}")

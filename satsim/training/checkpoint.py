@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from satsim.errors import SatsimError
 from satsim.spec import ModelSpec
 
@@ -31,13 +29,17 @@ def state_path(run: Path, step: int) -> Path:
     return spec_path(run, step).with_suffix(".state.pt")
 
 
-def checkpoint_steps(run: Path) -> list[int]:
-    """Steps of the complete checkpoints (spec and state both there), ascending."""
+def spec_steps(run: Path) -> list[int]:
+    """Steps that have a checkpoint spec, ascending (the state beside it may be missing)."""
     folder = Path(run) / "checkpoints"
     if not folder.is_dir():
         return []
-    steps = [int(m.group(1)) for p in folder.iterdir() if (m := PATTERN.match(p.name))]
-    return sorted(s for s in steps if state_path(run, s).exists())
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := PATTERN.match(p.name)))
+
+
+def checkpoint_steps(run: Path) -> list[int]:
+    """Steps of the complete checkpoints (spec and state both there), ascending."""
+    return [s for s in spec_steps(run) if state_path(run, s).exists()]
 
 
 def _replace(write, path: Path) -> None:
@@ -48,6 +50,8 @@ def _replace(write, path: Path) -> None:
 
 def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
     """Write the checkpoint at ``step``: the spec, then the state (which marks it complete)."""
+    import torch
+
     spec_path(run, step).parent.mkdir(parents=True, exist_ok=True)
     _replace(lambda tmp: spec.save(str(tmp)), spec_path(run, step))
     _replace(lambda tmp: torch.save(state, tmp), state_path(run, step))
@@ -64,6 +68,8 @@ class Checkpoint:
 
 def load_checkpoint(run: Path, step: int) -> Checkpoint:
     """Read the checkpoint at ``step`` (one-line SatsimError if it is damaged)."""
+    import torch
+
     spec = ModelSpec.load(str(spec_path(run, step)))
     try:
         state = torch.load(state_path(run, step), map_location="cpu", weights_only=True)

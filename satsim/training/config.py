@@ -6,7 +6,6 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from languages.datasets import PRESETS
 from satsim.errors import SatsimError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -66,6 +65,8 @@ class TrainConfig:
             if not (isinstance(value, (int, float)) and value >= 0 and value == value
                     and value != float("inf")):
                 raise SatsimError(f"{name} must be a finite number ≥ 0, got {value!r}")
+        from languages.datasets import PRESETS
+
         if self.split not in PRESETS:
             raise SatsimError(f"unknown split preset {self.split!r}; known: {', '.join(PRESETS)}")
         if self.lr == 0:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from satsim.evaluation import BinResult, check_alphabet, evaluate_predictor, predict
+from satsim.simulator import Simulator
 from satsim.spec import ModelSpec
 
 LONG_BINS_UNTIL = 1000
@@ -116,18 +117,16 @@ def _plan(bins: Sequence[tuple[int, int]], cap: int | None,
     return plan
 
 
-def evaluate_bins(spec: ModelSpec, limit_spec: ModelSpec, language,
+def evaluate_bins(spec: ModelSpec, simulator: Simulator, language,
                   bins: Sequence[tuple[int, int]], n: int = 100, seed: int = 0, *,
                   device: str = "auto", soft_max_len: int = 2048) -> list[BinPair]:
-    """Accuracy per bin of the soft model ``spec`` and of ``limit_spec`` in the simulator."""
-    from satsim.simulator import Simulator
-
+    """Accuracy per bin of the soft model ``spec`` and of the limit run by ``simulator``."""
+    limit_spec = simulator.spec
     check_alphabet(spec, language)
     caps = [c for c in (max_string_length(spec), max_string_length(limit_spec)) if c is not None]
     shortest = int(spec.bos is None and spec.eos is None)
     plan = _plan(bins, min(caps) if caps else None, shortest)
     run = [(index, (low, high)) for index, low, high, _ in plan if index >= 0]
-    simulator = Simulator(limit_spec)
     negatives = spec.output.task == "recognition"
     limit_results = iter(evaluate_predictor(
         lambda strings: predict(simulator, strings), limit_spec, language, "saturated",

@@ -25,11 +25,17 @@ from satsim.errors import SatsimError
 from satsim.saturation.measures import representation_similarity
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
-from satsim.training.checkpoint import checkpoint_steps, load_checkpoint, save_checkpoint
+from satsim.spec import ModelSpec
+from satsim.training.checkpoint import (
+    checkpoint_steps,
+    load_checkpoint,
+    save_checkpoint,
+    spec_path,
+)
 from satsim.training.config import TrainConfig
 from satsim.training.data import Examples, RunData, run_data
 from satsim.training.init import initial_spec
-from satsim.training.instruments import cosine, parameter_record, snapshot
+from satsim.training.instruments import cosine, norms, parameter_record, snapshot
 from satsim.training.objective import loss_and_correct
 
 REPRESENTATION_SCALE = 1000.0
@@ -136,7 +142,7 @@ class Trainer:
         earlier = [s for s in checkpoint_steps(self.run) if s < step]
         if not earlier:
             return None
-        before = load_checkpoint(self.run, earlier[-1]).spec.tensors()
+        before = ModelSpec.load(str(spec_path(self.run, earlier[-1]))).tensors()
         previous = {name: torch.from_numpy(np.array(before[name], dtype=np.float64))
                     for name, _ in self.model.named_parameters()}
         return cosine(snapshot(self.model.named_parameters()), previous)
@@ -210,10 +216,8 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
     final_eval = trainer.held_out()
     trainer.elapsed = time.perf_counter() - clock
     trainer.checkpoint(config.steps)
-    spec = trainer.model.to_spec()
-    spec.save(str(run / "final.safetensors"))
-    norm = float(np.sqrt(sum(float(np.square(a.astype(np.float64)).sum())
-                             for a in spec.tensors().values())))
+    trainer.model.to_spec().save(str(run / "final.safetensors"))
+    norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
     (run / "summary.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     return result

@@ -10,7 +10,6 @@ direction of θ, scores the soft model and its saturated limit per length bin
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +18,10 @@ import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.spec import ModelSpec
+from satsim.training.checkpoint import spec_path, spec_steps
 from satsim.training.evaluate import BinPair, default_bins, evaluate_bins, max_string_length
 from satsim.training.fits import GrowthFits, fit_growth
 
-CHECKPOINT = re.compile(r"step-(\d+)\.safetensors$")
 MIN_ROWS = 3
 """Logged steps a report needs (a fit of two parameters needs more points than that)."""
 
@@ -110,10 +109,7 @@ def load_run(path: str | Path) -> Run:
     if len(rows) < MIN_ROWS:
         raise SatsimError(f"{path / 'metrics.jsonl'} has {len(rows)} logged steps; a report "
                           f"needs at least {MIN_ROWS}")
-    folder = path / "checkpoints"
-    found = [(int(m.group(1)), p) for p in (folder.iterdir() if folder.is_dir() else [])
-             if (m := CHECKPOINT.match(p.name))]
-    checkpoints = sorted(found)
+    checkpoints = [(step, spec_path(path, step)) for step in spec_steps(path)]
     if (path / "final.safetensors").exists():
         final, note = ModelSpec.load(str(path / "final.safetensors")), ""
     elif checkpoints:
@@ -241,7 +237,8 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
                           f"task is {run.config['task']}")
     bins = tuple(bins) if bins else default_bins(run.config.get("split"))
     limit_spec = limit(run.final)
-    pairs = evaluate_bins(run.final, limit_spec, language, bins, n, seed, device=device,
+    simulator = Simulator(limit_spec)
+    pairs = evaluate_bins(run.final, simulator, language, bins, n, seed, device=device,
                           soft_max_len=soft_max_len)
     low, high = bins[0]
     cap = max_string_length(limit_spec)
@@ -253,7 +250,7 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
         strings, _ = test_set(language, roles_n, low, high, seed)
     else:
         notes.append(f"no head roles: the first bin is longer than the model reads ({high})")
-    roles = head_roles(Simulator(limit_spec), strings) if strings else []
+    roles = head_roles(simulator, strings) if strings else []
     return Report(run, fit_growth(*run.series("norm")), _fits(run.named_series("norm_layers")),
                   _fits(run.named_series("norm_groups")), direction_to_final(run), pairs, roles,
                   (len(strings), low, high), limit_spec.name, n, seed, device, notes)

@@ -60,11 +60,11 @@ def result_row(name: str, run: Path) -> dict:
 
 def run_one(planned: dict, root: str, threads: int = 1) -> dict:
     """Train one planned run under ``root`` (skip if finished, resume if cut) and return its row."""
-    import torch
+    from satsim.commands.torch_setup import import_torch
 
+    import_torch(threads)
     from satsim.training.loop import train
 
-    torch.set_num_threads(threads)
     run = Path(root) / "runs" / planned["name"]
     if not (run / "summary.json").exists():
         config = TrainConfig.from_dict(planned["settings"])
