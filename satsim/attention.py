@@ -18,11 +18,11 @@ import numpy as np
 from satsim.errors import SatsimError
 from satsim.kernels import announce_compile, tiles
 from satsim.kernels import attention as kernels
+from satsim.kernels.attention import MAX_SCORE
 from satsim.kernels.layers import use_parallel
 from satsim.reference.attention import ATTENTION_KINDS, default_scale
-from satsim.tolerance import default_tolerance
+from satsim.tolerance import tie_tolerance
 
-_MAX_SCORE = 1e300  # scores bounded by this stay finite through max, threshold and gap
 _KIND_CODES = {
     "softmax": kernels.SOFTMAX,
     "saturated": kernels.SATURATED,
@@ -119,21 +119,16 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
             f"batch dims do not broadcast: q {q.shape}, k {k.shape}, v {v.shape}, "
             f"mask {key_mask.shape}, query_mask {real_queries.shape}") from None
     beta = _check_positive("beta", beta)
-    default_atol, default_rtol = default_tolerance(q.dtype)
-    atol = default_atol if atol is None else float(atol)
-    rtol = default_rtol if rtol is None else float(rtol)
-    if not (math.isfinite(atol) and atol >= 0 and 0 <= rtol < 1):
-        raise SatsimError(f"tolerances need atol >= 0 and 0 <= rtol < 1, got atol={atol}, "
-                          f"rtol={rtol}")
+    atol, rtol = tie_tolerance(q.dtype, atol, rtol)
     scale = default_scale(d) if scale is None else float(scale)
     if not math.isfinite(scale):
         raise SatsimError(f"scale must be finite, got {scale}")
     if q.size and k.size:
         # |s_ij| <= |scale| * d * max|q| * max|k| bounds every partial sum of a score, too.
         bound = abs(scale) * d * _max_abs(q) * _max_abs(k)
-        if not bound <= _MAX_SCORE:
+        if not bound <= MAX_SCORE:
             raise SatsimError(f"scores could overflow float64: |scale|·d·max|q|·max|k| = "
-                              f"{bound:.3g} exceeds {_MAX_SCORE:g}")
+                              f"{bound:.3g} exceeds {MAX_SCORE:g}")
 
     def flat(x: np.ndarray, tail: tuple[int, ...]) -> np.ndarray:
         # C-contiguous and writable: the kernels are compiled once per dtype, not per layout.

@@ -22,7 +22,7 @@ from satsim.kernels.layers import run_layer_norm as layer_norm
 from satsim.reference.attention import default_scale
 from satsim.reference.forward import AttentionSettings, sublayer
 from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
-from satsim.tolerance import default_tolerance
+from satsim.tolerance import tie_tolerance
 
 
 @dataclass(frozen=True)
@@ -351,9 +351,7 @@ def forward_fused(
     chunks of strings side by side.
     """
     spec = model.spec
-    default_atol, default_rtol = default_tolerance(spec.dtype)
-    atol = default_atol if settings.atol is None else float(settings.atol)
-    rtol = default_rtol if settings.rtol is None else float(settings.rtol)
+    atol, rtol = tie_tolerance(spec.dtype, settings.atol, settings.rtol)
     n = len(lengths)
     rows = n if spec.output.readout == "last" else len(ids)
     out = np.zeros((rows, len(spec.output.labels)), dtype=spec.dtype)

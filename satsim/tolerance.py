@@ -17,7 +17,11 @@ the input dtype:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from satsim.errors import SatsimError
 
 DEFAULT_TOLERANCE: dict[type, tuple[float, float]] = {
     np.float32: (1e-5, 1e-5),
@@ -33,3 +37,15 @@ def default_tolerance(dtype: np.dtype | type) -> tuple[float, float]:
         raise ValueError(f"no default tie tolerance for dtype {np.dtype(dtype)}; "
                          "use float32 or float64")
     return DEFAULT_TOLERANCE[key]
+
+
+def tie_tolerance(dtype: np.dtype | type, atol: float | None = None,
+                  rtol: float | None = None) -> tuple[float, float]:
+    """The (atol, rtol) to use: the given ones, else the dtype's defaults; checked."""
+    default_atol, default_rtol = default_tolerance(dtype)
+    atol = default_atol if atol is None else float(atol)
+    rtol = default_rtol if rtol is None else float(rtol)
+    if not (math.isfinite(atol) and atol >= 0 and 0 <= rtol < 1):
+        raise SatsimError(f"tolerances need atol >= 0 and 0 <= rtol < 1, got atol={atol}, "
+                          f"rtol={rtol}")
+    return atol, rtol

@@ -291,3 +291,10 @@ def test_long_strings_with_general_heads_go_layer_by_layer(monkeypatch, task):
     _, status = forward_fused(fuse(spec), ids, starts, lengths, simulator.settings, workers=2)
     assert (status == fused.LONG_GENERAL).tolist() == [n > 8 for n in lengths]
     assert_same(simulator.logits(strings), batch_logits(spec, strings))
+
+
+@pytest.mark.parametrize("use_fused", [True, False])
+def test_bad_tolerances_are_refused_on_both_paths(use_fused):
+    simulator = Simulator(constructions.build("dyck1"), atol=-1.0, rtol=5.0, fused=use_fused)
+    with pytest.raises(SatsimError, match="tolerances need atol >= 0"):
+        simulator.accepts(["()", ")("])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 _announced = False
@@ -57,3 +58,21 @@ def announce_compile(stream=None, path: str | None = None) -> bool:
     print("satsim: compiling kernels (first run only, cached afterwards)…",
           file=stream or sys.stderr, flush=True)
     return True
+
+
+def stamp_with_callees(kernel, modules) -> None:
+    """Key the kernel's on-disk cache to its callees' source files too, not its own file only.
+
+    Numba checks only the stamp (mtime, size) of the file that defines a kernel, while a kernel
+    that calls functions of other modules has their code compiled in: an edit there must not
+    leave stale machine code behind.
+    """
+    try:
+        cache_file = kernel._cache._cache_file
+        stamps = [cache_file._source_stamp]
+        for module in modules:
+            st = os.stat(module.__file__)
+            stamps.append((st.st_mtime, st.st_size))
+        cache_file._source_stamp = tuple(stamps)
+    except Exception:  # noqa: BLE001 - private Numba API: the plain stamp still works
+        pass

@@ -39,6 +39,10 @@ GENERAL, SAME_SCORES, UNKNOWN = _GENERAL, _SAME_SCORES, -1
 _QUERY_BLOCK = 32
 
 
+MAX_SCORE = 1e300
+"""Scores bounded by this stay finite through max, threshold and gap; larger bounds are refused."""
+
+
 @numba.njit(cache=True, fastmath=False)
 def _score(q_row, k_row, scale):
     """Return scale * (q . k) in float64, summed left to right, strictly (as the reference)."""
@@ -270,7 +274,7 @@ def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
             for c in range(e):
                 out[i, c] = total[c] / count
             tie_size[i] = count
-            tie_gap[i] = 0.0 if count >= 2 else np.inf
+            tie_gap[i] = _uniform_gap(count)
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
@@ -302,9 +306,7 @@ def _attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, ti
             last = i
             if first < 0:
                 first = i
-            if kind == SATURATED or kind == SOFTMAX:
-                _accumulate(total, 1.0, v[i])
-        if query_mask[i] and count > 0:
+        if query_mask[i] and count > 0:  # unique kinds: the mean kinds took the prefix mean
             _write_all_tied(v, kind, total, count, first, last, out[i])
             tie_size[i] = count
             tie_gap[i] = _uniform_gap(count)

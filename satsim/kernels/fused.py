@@ -15,17 +15,17 @@ The model comes as a flat parameter array and an integer program, one row per su
 
 from __future__ import annotations
 
-import os
-
 import numba
 import numpy as np
 
 from satsim.kernels import attention as _attention_module
 from satsim.kernels import layers as _layers_module
+from satsim.kernels import stamp_with_callees
 from satsim.kernels.attention import _QUERY_BLOCK as QUERY_BLOCK
 from satsim.kernels.attention import (
     _SAME_QUERIES,
     _SAME_SCORES,
+    MAX_SCORE,
     _attend_same_queries_into,
     _attend_same_scores,
     _attend_unit,
@@ -57,7 +57,6 @@ OK, OVERFLOWED, LONG_GENERAL = 0, 1, 2
 overflow float64 (the caller reruns it on the checked path, which raises the error); or it has
 a head on the general O(T²) path and more than ``general_limit`` tokens (the caller runs it on
 the layer-by-layer path, whose attention splits one string's queries among threads)."""
-_MAX_SCORE = 1e300
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -124,7 +123,7 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
     max_q, max_k, max_v = _max_abs_qkv(proj, heads * d_head)
     scale = reals[row[ATTN_SCALE]]
     bound = abs(scale) * d_head * max_q * max_k
-    if not (max_q < np.inf and max_k < np.inf and max_v < np.inf and bound <= _MAX_SCORE):
+    if not (max_q < np.inf and max_k < np.inf and max_v < np.inf and bound <= MAX_SCORE):
         return OVERFLOWED
     q = q_buf[: T * d_head].reshape((T, d_head))
     k = k_buf[: T * d_head].reshape((T, d_head))
@@ -303,22 +302,4 @@ def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, para
     return status
 
 
-def _stamp_with_callees(kernel, modules) -> None:
-    """Key the kernel's on-disk cache to its callees' source files too, not its own file only.
-
-    Numba checks only the stamp (mtime, size) of the file that defines a kernel, while this
-    kernel has the code of :mod:`satsim.kernels.attention` and :mod:`satsim.kernels.layers`
-    compiled in: an edit there must not leave stale machine code here.
-    """
-    try:
-        cache_file = kernel._cache._cache_file
-        stamps = [cache_file._source_stamp]
-        for module in modules:
-            st = os.stat(module.__file__)
-            stamps.append((st.st_mtime, st.st_size))
-        cache_file._source_stamp = tuple(stamps)
-    except Exception:  # noqa: BLE001 - private Numba API: the plain stamp still works
-        pass
-
-
-_stamp_with_callees(forward_strings, (_attention_module, _layers_module))
+stamp_with_callees(forward_strings, (_attention_module, _layers_module))

@@ -29,6 +29,8 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
+from satsim.kernels import attention as _attention_module
+from satsim.kernels import stamp_with_callees
 from satsim.kernels.attention import (
     _attend_query,
     _emit,
@@ -330,3 +332,6 @@ def attend_tiled(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale,
         with ThreadPoolExecutor(threads) as pool:
             for future in [pool.submit(work) for _ in range(threads)]:
                 future.result()
+
+
+stamp_with_callees(attend_tile, (_attention_module,))
