@@ -21,11 +21,9 @@ import json
 import time
 from pathlib import Path
 
-import torch
 from _common import RESULTS, machine
 
-from satsim.projection import report, run_experiment
-from satsim.projection.plots import write_figure
+from satsim.commands.torch_setup import import_torch
 
 IMAGES = Path(__file__).parent.parent / "docs" / "img"
 CONFIGS = {"main": {}, "scaled_head": {"scale_head": True},
@@ -36,7 +34,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    import_torch(1)
+    from satsim.projection import report, run_experiment
+    from satsim.projection.plots import write_figure
+
     out = {"machine": machine(), "runs": {}}
     for name, options in CONFIGS.items():
         start = time.perf_counter()

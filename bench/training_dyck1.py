@@ -30,13 +30,13 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench-dyck1")
     args = parser.parse_args()
 
-    import torch
+    from satsim.commands.torch_setup import import_torch
 
+    import_torch(1)
     from satsim.training.config import TrainConfig
     from satsim.training.loop import train
     from satsim.training.report import build_report
 
-    torch.set_num_threads(1)
     reports = {}
     for name, settings in RUNS.items():
         run = Path(args.out) / name

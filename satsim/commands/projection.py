@@ -79,6 +79,8 @@ def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, h
     scales = parse_numbers(scales_text, "scales")
     accuracies = parse_numbers(accuracies_text, "accuracies")
     from satsim.commands.torch_setup import import_torch
+
+    import_torch(threads)  # before satsim.projection imports torch: passive OpenMP waiting
     from satsim.projection import report
     from satsim.projection.experiment import check_grid, run_experiment
     from satsim.projection.sublayers import get_variant
@@ -88,7 +90,6 @@ def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, h
     if not variants:
         raise SatsimError("give at least one variant")
     check_grid(scales, accuracies)
-    import_torch(threads)
     seed_list = list(range(first_seed, first_seed + seeds))
     total = len(variants) * len(seed_list) * len(scales)
     with click.progressbar(length=total, label="projection", file=sys.stderr) as bar:

@@ -21,13 +21,13 @@ from satsim.projection.experiment import (
     projection_grid,
     run_experiment,
 )
-from satsim.projection.gradient import projection, projection_autograd, projection_terms
+from satsim.projection.gradient import projection_autograd, projection_terms
 from satsim.projection.labels import LabelNoise, mistakes
 from satsim.projection.sublayers import VARIANTS, build_probe
 
 __all__ = [
     "CURVE_ACCURACIES", "DEFAULT_ACCURACIES", "DEFAULT_SCALES", "LabelNoise", "ProjectionRun",
-    "SeedRun", "VARIANTS", "build_probe", "mistakes", "norm_equilibrium", "projection",
+    "SeedRun", "VARIANTS", "build_probe", "mistakes", "norm_equilibrium",
     "projection_autograd", "projection_curve", "projection_grid", "projection_terms",
     "run_experiment",
 ]

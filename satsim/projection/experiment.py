@@ -22,6 +22,7 @@ from satsim.errors import SatsimError
 from satsim.projection.gradient import projection_terms, theta_norm
 from satsim.projection.labels import LabelNoise
 from satsim.projection.sublayers import VARIANTS, build_probe, get_variant
+from satsim.projection.summary import finite_or_none, summarise
 
 DEFAULT_SCALES: tuple[float, ...] = tuple(float(c) for c in range(1, 50)) + (1000.0,)
 DEFAULT_ACCURACIES: tuple[float, ...] = tuple(round(0.75 + 0.025 * i, 3) for i in range(11))
@@ -145,36 +146,24 @@ class ProjectionRun:
     settings: dict
     runs: dict[str, list[SeedRun]] = field(default_factory=dict)
 
-    def rho_star_table(self, variant: str) -> np.ndarray:
-        """ρ*(a) per seed: shape (seeds, accuracies), inf where not reached."""
-        runs = self.runs[variant]
-        return np.array([[r.rho_star(a) for a in r.accuracies] for r in runs])
-
     def to_dict(self) -> dict:
         """JSON-ready: settings, per-variant per-seed curves and ρ*, and the summary."""
-        from satsim.projection.summary import summarise
-
         out = {"settings": self.settings, "variants": {}}
         for name, runs in self.runs.items():
             out["variants"][name] = {
                 "summary": summarise(runs),
                 "seeds": [{"seed": r.seed, "rho0": r.rho0,
-                           "c_star": [_finite(r.c_star(a)) for a in r.accuracies],
-                           "rho_star": [_finite(r.rho_star(a)) for a in r.accuracies],
+                           "c_star": [finite_or_none(r.c_star(a)) for a in r.accuracies],
+                           "rho_star": [finite_or_none(r.rho_star(a)) for a in r.accuracies],
                            "projection": {f"{a:g}": r.curve(a).tolist()
                                           for a in CURVE_ACCURACIES if a in r.accuracies},
-                           "log10_abs": {f"{a:g}": [_finite(v) for v in
+                           "log10_abs": {f"{a:g}": [finite_or_none(v) for v in
                                                     r.log10_abs[_index(r.accuracies, a)]]
                                          for a in CURVE_ACCURACIES if a in r.accuracies},
                            "sign": {f"{a:g}": r.curve_signs(a).tolist()
                                     for a in CURVE_ACCURACIES if a in r.accuracies}}
                           for r in runs]}
         return out
-
-
-def _finite(value: float) -> float | None:
-    """JSON has no infinity: "not reached" (or log10 of zero) becomes null."""
-    return None if math.isinf(value) else float(value)
 
 
 def run_experiment(variants: Sequence[str] = tuple(VARIANTS),

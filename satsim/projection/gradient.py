@@ -119,12 +119,6 @@ def projection_terms(probe: Probe, inputs: np.ndarray | torch.Tensor, c: float,
     return Terms(z.detach().numpy(), rates.detach().numpy())
 
 
-def projection(probe: Probe, inputs: np.ndarray | torch.Tensor, c: float, labels: np.ndarray,
-               scale_head: bool = False) -> float:
-    """cθᵀ·∇L at cθ for fixed labels (the log-space form; may underflow to ±0 as a float)."""
-    return projection_terms(probe, inputs, c, scale_head).projection(labels).value
-
-
 @dataclass(frozen=True)
 class SignedValue:
     """A real number kept as a sign and a natural log of its magnitude (no underflow)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from satsim.projection.experiment import ProjectionRun
+from satsim.projection.summary import rho_star_table
 
 CURVE_MAX_SCALE = 100.0  # c = 1000 stays in the data and tables, off the curves (as the paper)
 
@@ -37,7 +38,7 @@ def write_figure(run: ProjectionRun, path: str | Path) -> str:
             median = np.median([r.curve(accuracy) for r in runs], axis=0)
             ax.plot(scales[keep] * rho0, median[keep], color=colour, lw=2, label=name)
         accuracies = np.array(runs[0].accuracies)
-        table = np.array([[r.rho_star(a) for a in accuracies] for r in runs])
+        table = rho_star_table(runs)
         median = np.median(table, axis=0)
         finite = np.isfinite(median)
         panels[2].plot(accuracies[finite], median[finite], "o-", color=colour, label=name)

@@ -18,9 +18,15 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _json(value: float) -> float | None:
-    """None for an infinite value, else the float."""
+def finite_or_none(value: float) -> float | None:
+    """JSON has no infinity: "not reached" (or log10 of zero) becomes None."""
     return None if math.isinf(value) else float(value)
+
+
+
+def rho_star_table(runs) -> np.ndarray:
+    """ρ*(a) of every seed run at its accuracies: shape (seeds, accuracies), inf: not reached."""
+    return np.array([[r.rho_star(a) for a in r.accuracies] for r in runs])
 
 
 def non_decreasing(values: Sequence[float]) -> bool:
@@ -52,10 +58,10 @@ def wrong_summary(runs, accuracy: float = 0.8) -> dict:
     c_star = [r.c_star(accuracy) for r in runs]
     rho_star = [r.rho_star(accuracy) for r in runs]
     curves = np.array([r.curve(accuracy) for r in runs])
-    return {"accuracy": accuracy, "c_star": [_json(c) for c in c_star],
-            "c_star_median": _json(float(np.median(c_star))),
-            "rho_star": [_json(r) for r in rho_star],
-            "rho_star_median": _json(float(np.median(rho_star))),
+    return {"accuracy": accuracy, "c_star": [finite_or_none(c) for c in c_star],
+            "c_star_median": finite_or_none(float(np.median(c_star))),
+            "rho_star": [finite_or_none(r) for r in rho_star],
+            "rho_star_median": finite_or_none(float(np.median(rho_star))),
             "positive_after_c_star": bool(all(
                 (curve[np.array(r.scales) >= c] > 0).all()
                 for r, c, curve in zip(runs, c_star, curves) if not math.isinf(c))),
@@ -65,11 +71,11 @@ def wrong_summary(runs, accuracy: float = 0.8) -> dict:
 def equilibrium_summary(runs) -> dict:
     """ρ*(a) per seed and median, and whether it rises with a."""
     accuracies = list(runs[0].accuracies)
-    table = np.array([[r.rho_star(a) for a in accuracies] for r in runs])
+    table = rho_star_table(runs)
     median = np.median(table, axis=0)
     return {"accuracies": accuracies,
-            "rho_star_median": [_json(v) for v in median],
-            "c_star_median": [_json(v) for v in np.median(
+            "rho_star_median": [finite_or_none(v) for v in median],
+            "c_star_median": [finite_or_none(v) for v in np.median(
                 [[r.c_star(a) for a in accuracies] for r in runs], axis=0)],
             "median_non_decreasing": non_decreasing(list(median)),
             "seeds_non_decreasing": int(sum(non_decreasing(list(row)) for row in table)),
