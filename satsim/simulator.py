@@ -248,11 +248,8 @@ class Simulator:
         if self.spec.output.task != "next-symbol":
             raise SatsimError(f"model {self.spec.name!r} is not a next-symbol model")
         labels = np.array(self.spec.output.labels, dtype=object)
-        predictions = []
-        for string, logits in zip(strings, self.logits(strings)):
-            rows = logits[: len(string) + 1]
-            predictions.append([frozenset(labels[row > 0]) for row in rows])
-        return predictions
+        return [next_symbol_sets(labels, logits, string)
+                for string, logits in zip(strings, self.logits(strings))]
 
     def trace(self, string: str) -> Trace:
         """Run one string and keep every residual, every head's queries, keys, outputs and ties."""
@@ -282,3 +279,8 @@ class Simulator:
             logits = run.logits[row, :length]
             out.append(Trace(string, tokens, residuals, layers, logits, self.settings))
         return out
+
+
+def next_symbol_sets(labels: np.ndarray, logits: np.ndarray, string: str) -> list[frozenset[str]]:
+    """The predicted set after each prefix of ``string``: the labels whose logit is > 0."""
+    return [frozenset(labels[row > 0]) for row in logits[: len(string) + 1]]

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from satsim.evaluation import BinResult, check_alphabet, evaluate_predictor, predict
-from satsim.simulator import Simulator
+from satsim.simulator import Simulator, next_symbol_sets
 from satsim.spec import ModelSpec
 
 LONG_BINS_UNTIL = 1000
@@ -82,7 +82,7 @@ def soft_predictor(spec: ModelSpec, device: str = "auto", dtype: str | None = No
     def answer(logits: np.ndarray, string: str):
         if recognition:
             return bool(decide(spec, logits)[0])
-        return [frozenset(labels[row > 0]) for row in logits[: len(string) + 1]]
+        return next_symbol_sets(labels, logits, string)
 
     def run(strings: list[str]) -> list:
         answers: list = [None] * len(strings)
