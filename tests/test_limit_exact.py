@@ -114,3 +114,69 @@ def test_exact_limit_directions_match_the_soft_twin_at_large_c(norm):
             got = stream[row, : len(string) + 1]
             want = limit.direction(index)
             assert row_cosines(got, want).min() > 1 - 1e-6, (string, index)
+
+
+def test_layer_norm_of_a_row_of_negative_degree_is_normalised_against_eps():
+    terms = {-1: np.array([[1.0, -2.0, 4.0]]), -2: np.array([[0.5, 0.0, -1.0]])}
+    out, lead = layer_norm(Series(terms), eps=1e-2)
+    assert lead.tolist() == [-1] and max(out.terms) == 0
+    for c in (1e3, 1e4):
+        direct = reference_layer_norm(evaluate(Series(terms), c), LayerNormSpec(eps=1e-2))
+        np.testing.assert_allclose(evaluate(out, c), direct, rtol=1e-9, atol=0)
+
+
+def test_a_row_zero_above_a_finite_floor_normalises_to_nan_not_to_zero():
+    out, _ = layer_norm(Series({2: np.zeros((1, 3)), 1: np.ones((1, 3))}, floor=1), eps=1e-5)
+    assert np.isnan(out.terms[0]).all()
+
+
+def test_relu_of_an_unknown_coordinate_stays_unknown_and_of_a_known_zero_stays_zero():
+    x = Series({1: np.array([np.nan, 0.0, 2.0]), 0: np.array([1.0, 0.0, -1.0])}, floor=0)
+    out = relu(x)
+    assert np.isnan(out.terms[1][0]) and out.terms[1][1] == 0 and out.terms[0][2] == -1
+
+
+@pytest.mark.parametrize("c", [30.0, 300.0])
+def test_limit_weights_match_softmax_of_the_expanded_scores_at_finite_c(c):
+    from satsim.saturation.exact import limit_weights
+
+    rng = np.random.default_rng(2)
+    top = np.round(rng.standard_normal((1, 4, 4)))  # integer top scores: exact ties
+    scores = Series({2: top, 0: rng.standard_normal((1, 4, 4)),
+                     -1: rng.standard_normal((1, 4, 4))})
+    ties = limit_weights(scores, causal=True)
+    raw = np.where(np.tril(np.ones((4, 4), bool)), evaluate(scores, c), -np.inf)
+    direct = np.exp(raw - raw.max(axis=-1, keepdims=True))
+    direct /= direct.sum(axis=-1, keepdims=True)
+    got = evaluate(ties.weights, c)
+    # what is left is the exponentially small weight of keys a top-degree gap removed
+    assert np.abs(got - direct).max() < 1e-9 + np.exp(-0.5 * c**2) * 4
+
+
+def test_limit_signs_answers_a_split_tie_from_the_exact_expansion():
+    from satsim.saturation import limit_signs
+
+    result = limit_signs(bias_breaks_ties(), ["abb", "b"])
+    assert result.exact.tolist() == [True, True]
+    assert [s.tolist() for s in result.signs][0] == [1.0]
+    assert "tie set" in result.reasons[0]
+
+
+def test_limit_signs_has_the_simulators_logit_shapes_and_leaves_safe_strings_to_leading_order():
+    from satsim.saturation import limit_signs
+    from satsim.simulator import Simulator
+
+    for task in ("recognition", "next-symbol"):
+        spec = random_spec(0, norm="pre", d_model=16, d_mlp=32, task=task)
+        strings = ["ab", "abba", "b"]
+        result = limit_signs(spec, strings)
+        logits = Simulator(spec).logits(strings)
+        assert [s.shape for s in result.signs] == [x.shape for x in logits]
+        assert not result.exact.any() and not result.undetermined.any()
+
+
+def test_an_undetermined_answer_is_never_counted_correct():
+    from satsim.evaluation import count_correct
+
+    assert count_correct(None, ["a", "b"], np.array([True, False]), [None, None]) == 0
+    assert count_correct(None, ["a", "b"], np.array([True, False]), [True, None]) == 1

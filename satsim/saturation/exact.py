@@ -24,16 +24,20 @@ from satsim.positions import position_features, sinusoidal_table
 from satsim.reference.forward import sublayer
 from satsim.saturation.scaling import Rates, rated
 from satsim.saturation.series import (
+    NO_DEGREE,
+    ORDERS,
     TOL,
     Series,
     add,
     constant,
     contract,
+    exp_series,
     layer_norm,
     leading,
     product,
+    ratio_series,
     relu,
-    snap,
+    weighted_sum,
 )
 from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
 
@@ -42,7 +46,8 @@ from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
 class Finding:
     """One place where the leading-order network differs from the exact limit."""
 
-    kind: str  # tie-split-below-leading-order | leading-term-vanishes | tie-unresolved
+    kind: str  # tie-split-below-leading-order | leading-term-vanishes | tie-unresolved |
+    # undetermined
     where: str  # hook name
     position: int
     detail: str
@@ -71,14 +76,21 @@ class ExactLimit:
     heads: list[HeadLimit]
     logits: Series
     findings: list[Finding]
+    readout: str = "per-position"
 
     def direction(self, index: int) -> np.ndarray:
         """Limit direction of every row of stream ``index``: its leading nonzero term, (T, d)."""
         return row_leading(self.streams[index])[0]
 
     def logit_signs(self) -> np.ndarray:
-        """Sign of every logit as c → ∞ (its leading nonzero coefficient), (T, n_outputs)."""
+        """Sign of every logit as c → ∞, (T, n_outputs); NaN where the limit is undetermined."""
         return np.sign(leading(self.logits)[0])
+
+    @property
+    def determined(self) -> bool:
+        """Whether every readout logit's sign is determined."""
+        signs = self.logit_signs()
+        return not np.isnan(signs[-1] if self.readout == "last" else signs).any()
 
 
 def row_leading(x: Series) -> tuple[np.ndarray, np.ndarray]:
@@ -87,54 +99,82 @@ def row_leading(x: Series) -> tuple[np.ndarray, np.ndarray]:
     alive = (stacked != 0).any(axis=-1)
     first = np.argmax(alive, axis=0)
     rows = np.take_along_axis(stacked, first[None, ..., None], axis=0)[0]
-    degree = np.where(alive.any(axis=0), np.asarray(degrees)[first], np.iinfo(np.int64).min)
+    degree = np.where(alive.any(axis=0), np.asarray(degrees)[first], NO_DEGREE)
     return rows, degree
 
 
 @dataclass(frozen=True)
 class TieBreak:
-    """Limit attention of one layer: weights (H, T, S), the top-degree tie sets, statistics."""
+    """Limit attention of one layer: weights as an expansion in c, tie sets, statistics."""
 
-    weights: np.ndarray
+    weights: Series  # (H, T, S) per degree 0, -1, ...: exp(lower-order scores), normalised
+    support: np.ndarray  # bool (H, T, S): keys tied at every positive degree
     lead: np.ndarray  # bool (H, T, S): tie sets of the top-degree scores alone
     head: HeadLimit
-    exact: bool  # False when negative-degree score terms perturb the weights at order 1/c
 
 
 def limit_weights(scores: Series, causal: bool) -> TieBreak:
-    """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top."""
+    """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top.
+
+    A gap at a positive degree removes a key (its weight is exponentially small). Keys tied at
+    every positive degree share the weight exp(s_0 + s_-1/c + ...) normalised, a power series in
+    1/c. A query whose tie set or weights depend on terms that are not known gets NaN weights.
+    """
     first = next(iter(scores.terms.values()))
     n = first.shape[-1]
     allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
     candidates = np.broadcast_to(allowed, first.shape[:-2] + (n, n)).copy()
+    unknown = np.zeros(candidates.shape[:-1], dtype=bool)
     lead, split_at = None, np.zeros(candidates.shape[:-1], dtype=np.int64)
-    for degree in sorted(scores.terms, reverse=True):
-        if degree <= 0 or degree < scores.floor:
+    for degree in range(scores.top, 0, -1):
+        if degree < scores.floor:
             break
-        value = np.broadcast_to(scores.terms[degree], candidates.shape)
-        best = np.where(candidates, value, -np.inf).max(axis=-1, keepdims=True)
-        spread = np.where(candidates, np.abs(value), 0.0).max(axis=-1, keepdims=True)
+        value = np.broadcast_to(scores.terms.get(degree, 0.0), candidates.shape)
+        unknown |= (candidates & np.isnan(value)).any(axis=-1)
+        best = np.where(candidates, np.nan_to_num(value, nan=-np.inf), -np.inf).max(
+            axis=-1, keepdims=True)
+        spread = np.where(candidates, np.nan_to_num(np.abs(value)), 0.0).max(axis=-1,
+                                                                             keepdims=True)
         keep = candidates & (value >= best - TOL * spread)
         if lead is None:
             lead = keep
         else:
             split = keep.sum(axis=-1) < candidates.sum(axis=-1)
             split_at = np.where(split & (split_at == 0), degree, split_at)
-        candidates = keep
+        candidates = np.where(unknown[..., None], candidates, keep)
     lead = candidates if lead is None else lead
     size = candidates.sum(axis=-1)
-    head = HeadLimit(lead.sum(axis=-1), size, split_at, (size > 1) & (scores.floor > 0))
-    if 0 in scores.terms and scores.floor <= 0:
-        logits = np.where(candidates, scores.terms[0], -np.inf)
-        weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    else:
-        weights = candidates.astype(np.float64)
-    exact = True
-    for degree in (d for d in scores.terms if d < 0):
-        value = np.where(candidates, scores.terms[degree], np.nan)
-        spread = np.nanmax(value, axis=-1) - np.nanmin(value, axis=-1)
-        exact &= bool(np.all(spread <= TOL * np.nanmax(np.abs(value), axis=-1)))
-    return TieBreak(weights / weights.sum(axis=-1, keepdims=True), lead, head, exact)
+    unresolved = unknown | ((size > 1) & (scores.floor > 0))
+    orders = ORDERS if not math.isfinite(scores.floor) else max(1, min(ORDERS, 1 - scores.floor))
+    a = np.stack([np.where(candidates, scores.terms.get(-m, 0.0), 0.0) for m in range(orders)])
+    base = a[0] - np.where(candidates, a[0], -np.inf).max(axis=-1, keepdims=True)
+    numerators = np.where(candidates, np.exp(np.where(candidates, base, 0.0)), 0.0) * exp_series(a)
+    weights = ratio_series(numerators, numerators.sum(axis=-1, keepdims=True))
+    weights = np.where(unresolved[None, ..., None], np.nan, weights)
+    unresolved |= np.isnan(weights[0]).any(axis=-1)
+    head = HeadLimit(lead.sum(axis=-1), size, split_at, unresolved)
+    series = Series({-m: weights[m] for m in range(orders)},
+                    _weights_floor(scores, candidates, orders))
+    return TieBreak(series, candidates, lead, head)
+
+
+def _weights_floor(scores: Series, candidates: np.ndarray, orders: int) -> float:
+    """Degree down to which the weight series is known.
+
+    Every degree when the scores are exact and no term below degree 0 differs between the keys
+    of a tie set (then there are no 1/c corrections); else as many terms as were computed.
+    """
+    if math.isfinite(scores.floor):
+        return -(orders - 1)
+    for degree, value in scores.terms.items():
+        if degree >= 0:
+            continue
+        value = np.broadcast_to(value, candidates.shape)
+        high = np.where(candidates, value, -np.inf).max(axis=-1)
+        low = np.where(candidates, value, np.inf).min(axis=-1)
+        if not np.all(high - low <= TOL * np.maximum(np.abs(high), np.abs(low))):
+            return -(orders - 1)
+    return -math.inf
 
 
 class _Evaluator:
@@ -147,7 +187,7 @@ class _Evaluator:
 
     def note_vanishing(self, x: Series, where: str) -> None:
         _, degree = row_leading(x)
-        for position in np.flatnonzero((degree < x.top) & (degree > np.iinfo(np.int64).min)):
+        for position in np.flatnonzero((degree < x.top) & (degree > NO_DEGREE)):
             self.findings.append(Finding(
                 "leading-term-vanishes", where, int(position),
                 f"the degree-{x.top} term is zero; the direction comes from degree "
@@ -167,7 +207,12 @@ class _Evaluator:
 
     def norm(self, x: Series, ln: LayerNormSpec, where: str) -> Series:
         y, lead = layer_norm(x, ln.eps)
-        alive = lead > np.iinfo(np.int64).min
+        alive = lead > NO_DEGREE
+        for position in np.flatnonzero(np.isnan(y.terms[0]).all(axis=-1)):
+            self.findings.append(Finding(
+                "undetermined", where, int(position),
+                "the LayerNorm input's leading term lies below the terms that are known, so "
+                "its direction is undetermined"))
         for position in np.flatnonzero(alive & (lead < x.top)):
             self.findings.append(Finding(
                 "leading-term-vanishes", where, int(position),
@@ -193,18 +238,17 @@ class _Evaluator:
         ties = limit_weights(scores, attn.causal)
         self.heads.append(ties.head)
         self.report(ties, v.terms[v.top], where)
-        floor = v.floor if ties.exact else max(v.floor, v.top)
-        z = Series({d: snap(np.einsum("hts,hse->hte", ties.weights, t),
-                            np.einsum("hts,hse->hte", ties.weights, np.abs(t)))
-                    for d, t in v.terms.items()}, floor)
+        z = weighted_sum(ties.weights, v, ties.support)
         return self.linear(z, "hte,hed->td", attn.W_O, attn.b_O)
 
     def report(self, ties: TieBreak, top_values: np.ndarray, where: str) -> None:
         """Record tie sets split below the leading order (and whether that moves the output)."""
         head = ties.head
-        lead = ties.lead / ties.lead.sum(axis=-1, keepdims=True)
-        moved = np.abs(np.einsum("hts,hse->hte", lead - ties.weights, top_values)).max(axis=-1)
-        moved = moved > TOL * max(float(np.abs(top_values).max()), 1e-300)
+        lead = ties.lead / np.maximum(ties.lead.sum(axis=-1, keepdims=True), 1)
+        limit = np.nan_to_num(ties.weights.terms[0])
+        values = np.nan_to_num(top_values)
+        moved = np.abs(np.einsum("hts,hse->hte", lead - limit, values)).max(axis=-1)
+        moved = moved > TOL * max(float(np.abs(values).max()), 1e-300)
         for h, position in zip(*np.nonzero(head.size < head.lead_size)):
             effect = ("the leading-order output changes" if moved[h, position]
                       else "harmless: the split-off values agree at leading order")
@@ -216,7 +260,8 @@ class _Evaluator:
         for h, position in zip(*np.nonzero(head.unresolved)):
             self.findings.append(Finding(
                 "tie-unresolved", f"{where} head {h}", int(position),
-                f"{int(head.size[h, position])} keys tie at every degree computed"))
+                f"{int(head.size[h, position])} keys tie at every degree known; the weights "
+                f"depend on terms not tracked, so this output is undetermined"))
 
     def feed_forward(self, x: Series, mlp: FeedForwardSpec) -> Series:
         hidden = relu(self.linear(x, "td,de->te", mlp.W_in, mlp.b_in))
@@ -251,13 +296,19 @@ class _Evaluator:
         out = spec.output
         logits = self.linear(x, "td,do->to", out.W_U, out.b_U)
         self.note_vanishing_logits(logits)
-        return ExactLimit(string, streams, self.heads, logits, self.findings)
+        return ExactLimit(string, streams, self.heads, logits, self.findings, out.readout)
 
     def note_vanishing_logits(self, logits: Series) -> None:
-        _, degree = leading(logits)
-        rows = degree[-1:] if self.spec.output.readout == "last" else degree
+        value, degree = leading(logits)
+        last = self.spec.output.readout == "last"
+        rows, values = (degree[-1:], value[-1:]) if last else (degree, value)
         offset = len(degree) - len(rows)
-        vanished = (rows < logits.top) & (rows > np.iinfo(np.int64).min)
+        labels = self.spec.output.labels
+        for position, label in zip(*np.nonzero(np.isnan(values))):
+            self.findings.append(Finding(
+                "undetermined", f"hook_logits[{labels[label]}]", int(position + offset),
+                "the sign of this logit depends on terms that are not known; no answer"))
+        vanished = (rows < logits.top) & (rows > NO_DEGREE) & ~np.isnan(values)
         for position, label in zip(*np.nonzero(vanished)):
             self.findings.append(Finding(
                 "leading-term-vanishes", f"hook_logits[{self.spec.output.labels[label]}]",

@@ -1,10 +1,16 @@
 """Activations as finite expansions Σ_k c^k x_k in the scale c, known down to a degree ``floor``.
 
 The arithmetic a transformer needs: sums, products with parameters (degree 1) and with other
-expansions, ReLU (a coordinate survives iff its leading nonzero coefficient is positive), and
-LayerNorm (the inverse norm as a power series in 1/c, truncated to ``ORDERS`` terms). Results
-that cancel to rounding level (|x| ≤ TOL times the magnitude of what was added) are exact zeros,
-so that a coefficient that vanishes in exact arithmetic vanishes here too.
+expansions, ReLU (a coordinate survives iff its leading nonzero coefficient is positive),
+LayerNorm (the inverse norm as a power series in 1/c, truncated to ``ORDERS`` terms), and the
+exp/ratio series of softmax weights. Results that cancel to rounding level (|x| ≤ TOL times the
+magnitude of what was added) are exact zeros, so that a coefficient that vanishes in exact
+arithmetic vanishes here too.
+
+Truncation is never silent. Every expansion knows its ``floor``: below it nothing is known. An
+entry whose known coefficients are all zero above a finite floor has an unknown leading term,
+and a coefficient that cannot be determined at all is NaN; NaN propagates through every
+operation, so an output that depends on an unknown is NaN, never a plausible number.
 """
 
 from __future__ import annotations
@@ -18,7 +24,11 @@ TOL = 1e-10
 """Relative size below which a computed coefficient counts as an exact zero."""
 
 ORDERS = 16
-"""How many degrees below its top an expansion keeps."""
+"""How many terms an infinite series (LayerNorm's inverse norm, softmax weights) keeps."""
+
+SPAN = 48
+"""How many degrees below its top any expansion keeps (a polynomial in c is kept whole up to
+this span, so a deep model without LayerNorm is exact at every degree)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +59,10 @@ def snap(value: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
 
 
 def truncate(terms: dict[int, np.ndarray], floor: float) -> Series:
-    """Keep at most ORDERS degrees below the top, raising the floor to match."""
-    floor = max(floor, max(terms) - ORDERS + 1)
+    """Keep at most SPAN degrees below the top; the floor rises only if a term is dropped."""
+    lowest = max(terms) - SPAN + 1
+    if min(terms) < lowest:
+        floor = max(floor, lowest)
     return Series({k: v for k, v in terms.items() if k >= floor}, floor)
 
 
@@ -94,21 +106,46 @@ def product(a: Series, b: Series, pattern: str) -> Series:
     return truncate(kept, floor)
 
 
-def leading(x: Series) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry: the leading nonzero coefficient and its degree (coefficient 0 where none)."""
+NO_DEGREE = np.iinfo(np.int64).min
+"""The degree reported for an entry with no nonzero coefficient."""
+
+
+def first_nonzero(x: Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry: the first coefficient from the top that is nonzero or NaN, and its degree.
+
+    An entry with no such coefficient gets value 0 and degree NO_DEGREE.
+    """
     degrees, stacked = x.stack()
-    nonzero = stacked != 0
-    first = np.argmax(nonzero, axis=0)
+    alive = stacked != 0  # NaN != 0 too: an unknown coefficient stops the search
+    first = np.argmax(alive, axis=0)
     value = np.take_along_axis(stacked, first[None], axis=0)[0]
-    degree = np.where(nonzero.any(axis=0), np.asarray(degrees)[first], np.iinfo(np.int64).min)
+    found = alive.any(axis=0)
+    return np.where(found, value, 0.0), np.where(found, np.asarray(degrees)[first], NO_DEGREE)
+
+
+def leading(x: Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry: the leading nonzero coefficient and its degree; NaN where it is not known.
+
+    An entry whose known coefficients are all zero is exactly zero only when the expansion is
+    exact at every degree; above a finite floor its leading term lies below what is known.
+    """
+    value, degree = first_nonzero(x)
+    if math.isfinite(x.floor):
+        value = np.where(degree == NO_DEGREE, np.nan, value)
     return value, degree
 
 
 def relu(x: Series) -> Series:
-    """ReLU: a coordinate keeps its expansion iff its leading nonzero coefficient is positive."""
-    value, _ = leading(x)
+    """ReLU: a coordinate keeps its expansion iff its leading nonzero coefficient is positive.
+
+    A coordinate zero at every known degree is zero at every known degree after ReLU too, so
+    that needs no sign; one whose leading coefficient is unknown (NaN) stays unknown.
+    """
+    value, _ = first_nonzero(x)
     keep = value > 0
-    return Series({k: np.where(keep, v, 0.0) for k, v in x.terms.items()}, x.floor)
+    unknown = np.isnan(value)
+    return Series({k: np.where(unknown, np.nan, np.where(keep, v, 0.0))
+                   for k, v in x.terms.items()}, x.floor)
 
 
 def _inverse_sqrt(p: np.ndarray) -> np.ndarray:
@@ -122,28 +159,94 @@ def _inverse_sqrt(p: np.ndarray) -> np.ndarray:
 
 
 def layer_norm(x: Series, eps: float) -> tuple[Series, np.ndarray]:
-    """LayerNorm without affine of rows of ``x``; also each row's leading input degree."""
+    """LayerNorm without affine of rows of ``x``; also each row's leading input degree.
+
+    A row whose centred input has leading degree L normalises to degree min(L, 0): the variance
+    is c^2L·P(1/c) + ε, whose inverse square root is a power series in 1/c. A row with an unknown
+    leading term (NaN, or zero at every degree known above a finite floor) is NaN; coefficients
+    below what the input determines are NaN too.
+    """
     degrees, stacked = x.stack()
     centred = snap(stacked - stacked.mean(axis=-1, keepdims=True),
                    np.abs(stacked).max(axis=-1, keepdims=True))
-    alive = (centred != 0).any(axis=-1)  # (G, rows...)
+    alive = (centred != 0).any(axis=-1)  # (G, rows...); a NaN coefficient counts as alive
+    found = alive.any(axis=0)
     first = np.argmax(alive, axis=0)
-    lead = np.asarray(degrees)[first]
-    nonzero_row = alive.any(axis=0) & (lead >= 0)
+    lead = np.where(found, np.asarray(degrees)[first], NO_DEGREE)
     index = first[None] + np.arange(ORDERS).reshape((-1,) + (1,) * first.ndim)
-    inside = index < len(degrees)
+    inside = (index < len(degrees))[..., None]
     n = np.take_along_axis(centred, np.minimum(index, len(degrees) - 1)[..., None], axis=0)
-    n = n * inside[..., None]
+    n = np.where(inside, n, 0.0)  # n[m]: the coefficient of degree lead - m
+    unknown = found & np.isnan(n[0]).any(axis=-1)
+    if math.isfinite(x.floor):
+        unknown |= ~found
+    level = np.where(found, lead, 0)
+    shift = np.maximum(0, -2 * level)  # ε dominates the variance of a row of negative degree
     d = centred.shape[-1]
-    p = np.stack([sum((n[a] * n[m - a]).sum(axis=-1) for a in range(m + 1)) / d
-                  for m in range(ORDERS)])
+    squares = np.stack([sum((n[a] * n[k - a]).sum(axis=-1) for a in range(k + 1)) / d
+                        for k in range(ORDERS)])  # coefficient of degree 2·lead - k
+    p = np.stack([np.where(m >= shift, np.take_along_axis(
+        squares, np.clip(m - shift, 0, ORDERS - 1)[None], axis=0)[0], 0.0)
+        for m in range(ORDERS)])  # coefficient of degree max(2·lead, 0) - m
     for m in range(ORDERS):
-        p[m] = np.where(2 * lead == m, p[m] + eps, p[m])
-    p[0] = np.where(nonzero_row, p[0], 1.0)
+        p[m] = np.where(np.maximum(2 * level, 0) == m, p[m] + eps, p[m])
+    p[0] = np.where(found & ~unknown, p[0], 1.0)
     g = _inverse_sqrt(p)
     y = np.stack([sum(n[a] * g[m - a][..., None] for a in range(m + 1)) for m in range(ORDERS)])
-    y = y * nonzero_row[..., None]
-    known = ORDERS
-    if math.isfinite(x.floor) and nonzero_row.any():
-        known = min(known, int((lead[nonzero_row] - x.floor).min()) + 1)
-    return Series({-m: y[m] for m in range(ORDERS)}, -(known - 1)), lead
+    known = np.full(lead.shape, ORDERS)
+    if math.isfinite(x.floor):
+        known = np.minimum(known, np.where(found, lead - x.floor + 1, ORDERS))
+    orders = np.arange(ORDERS).reshape((-1,) + (1,) * lead.ndim)
+    y = np.where((orders >= known[None])[..., None], np.nan, y)
+    y = np.where(unknown[None, ..., None], np.nan, np.where(found[None, ..., None], y, 0.0))
+    top = np.minimum(level, 0)  # each row's output degree
+    span = ORDERS - int(top.min(initial=0))
+    terms = {}
+    for j in range(span):  # degree -j
+        m = j + top  # which y coefficient lands at degree -j in each row
+        row = np.take_along_axis(y, np.clip(m, 0, ORDERS - 1)[None, ..., None], axis=0)[0]
+        terms[-j] = np.where((m < 0)[..., None], 0.0,
+                             np.where((m >= ORDERS)[..., None], np.nan, row))
+    return Series(terms, -(span - 1)), lead
+
+
+def exp_series(a: np.ndarray) -> np.ndarray:
+    """Coefficients of exp(Σ_{k≥1} a[k] u^k) in powers of u (a[0] is ignored), along axis 0."""
+    e = np.zeros_like(a)
+    e[0] = 1.0
+    for n in range(1, len(a)):
+        e[n] = sum(k * a[k] * e[n - k] for k in range(1, n + 1)) / n
+    return e
+
+
+def ratio_series(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """Coefficients of num(u) / den(u) along axis 0 (den[0] nonzero), snapped to exact zeros."""
+    out = np.zeros_like(num)
+    for n in range(len(num)):
+        carried = sum(den[k] * out[n - k] for k in range(1, n + 1)) if n else 0.0
+        scale = np.abs(num[n]) + (sum(np.abs(den[k] * out[n - k]) for k in range(1, n + 1))
+                                  if n else 0.0)
+        out[n] = snap(num[n] - carried, scale) / den[0]
+    return out
+
+
+def weighted_sum(weights: Series, values: Series, support: np.ndarray) -> Series:
+    """Σ_s weights[h,t,s] values[h,s,e] of two expansions, for attention.
+
+    ``support`` (H, T, S) marks the keys whose weight is not exponentially small: an unknown
+    value elsewhere cannot reach the output.
+    """
+    total: dict[int, np.ndarray] = {}
+    magnitude: dict[int, np.ndarray] = {}
+    reach = support.astype(np.float64)
+    for i, w in weights.terms.items():
+        for j, v in values.terms.items():
+            known = np.nan_to_num(v, nan=0.0)
+            part = np.einsum("hts,hse->hte", w, known)
+            lost = np.einsum("hts,hse->hte", reach, np.isnan(v).astype(np.float64)) > 0
+            total[i + j] = total.get(i + j, 0.0) + np.where(lost, np.nan, part)
+            magnitude[i + j] = magnitude.get(i + j, 0.0) + np.einsum(
+                "hts,hse->hte", np.abs(w), np.abs(known))
+    floor = max(weights.floor + values.top, values.floor + weights.top)
+    kept = {k: snap(total[k], magnitude[k]) for k in total if k >= floor}
+    return truncate(kept, floor)
