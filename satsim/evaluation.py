@@ -114,10 +114,14 @@ def predict(simulator: Simulator, strings: Sequence[str]) -> list:
 
 
 def count_correct(language, strings: Sequence[str], labels: np.ndarray, predicted: list) -> int:
-    """How many answers match the oracle: the label, or every next-symbol set."""
-    if predicted and isinstance(predicted[0], list):
-        return sum(p == language.next_symbols(s) for p, s in zip(predicted, strings))
-    return int(sum(bool(p) == bool(y) for p, y in zip(predicted, labels)))
+    """How many answers match the oracle: the label, or every next-symbol set.
+
+    An answer of None (the model's answer is undetermined) matches nothing.
+    """
+    if any(isinstance(p, list) for p in predicted):
+        return sum(p == language.next_symbols(s) for p, s in zip(predicted, strings)
+                   if p is not None)
+    return int(sum(p is not None and bool(p) == bool(y) for p, y in zip(predicted, labels)))
 
 
 def evaluate(
@@ -160,16 +164,19 @@ def evaluate_predictor(
     on_bin: Callable[[BinResult], None] | None = None,
     indices: Sequence[int] | None = None,
     negatives: bool = True,
+    warm_up: bool = True,
 ) -> EvalReport:
     """Score any ``predictor`` (strings → answers as :func:`predict` gives them) per length bin.
 
     ``indices`` gives each bin's position in a longer list of bins, so that a subset of bins is
     tested on the same strings as the full list (default: 0, 1, ...). Without ``negatives``
-    the bins hold positives only (see :func:`test_set`).
+    the bins hold positives only (see :func:`test_set`). ``warm_up`` first answers one string
+    untimed, so that compiling the kernels is not timed.
     """
     if n < 1:
         raise SatsimError(f"need at least one string per bin, got n={n}")
-    predictor([language.alphabet[0]])  # compile or load the kernels before timing
+    if warm_up:
+        predictor([language.alphabet[0]])  # compile or load the kernels before timing
     results = []
     for index, (low, high) in zip(indices or range(len(bins)), bins):
         strings, labels = test_set(language, n, low, high, bin_seed(seed, index), negatives)

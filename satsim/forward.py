@@ -126,8 +126,13 @@ def apply_attention(
 
 
 def _sublayer(x: np.ndarray, fn, ln: LayerNormSpec | None, spec: ModelSpec,
-              keep: bool) -> np.ndarray:
-    return sublayer(x, fn, ln, spec, keep, normalize=apply_layer_norm)
+              keep: bool, norm_inputs: list[np.ndarray] | None = None) -> np.ndarray:
+    normalize = apply_layer_norm
+    if norm_inputs is not None:
+        def normalize(h: np.ndarray, norm: LayerNormSpec) -> np.ndarray:
+            norm_inputs.append(h)
+            return apply_layer_norm(h, norm)
+    return sublayer(x, fn, ln, spec, keep, normalize=normalize)
 
 
 def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -156,9 +161,13 @@ def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.
 
 
 def forward_batch(
-    spec: ModelSpec, ids: list[np.ndarray], settings: AttentionSettings, trace: bool = False
+    spec: ModelSpec, ids: list[np.ndarray], settings: AttentionSettings, trace: bool = False,
+    norm_inputs: list[np.ndarray] | None = None,
 ) -> BatchRun:
-    """Run a batch of token id arrays through the compiled kernels."""
+    """Run a batch of token id arrays through the compiled kernels.
+
+    ``norm_inputs``, when given, receives the input (B, T, d) of every LayerNorm in order.
+    """
     x, mask = embed_batch(spec, ids)
     residuals = [x] if trace else None
     layers: list[LayerTrace] | None = [] if trace else None
@@ -171,16 +180,19 @@ def forward_batch(
                 sink.append(layer_trace)
                 return out
 
-            x = _sublayer(x, run_attention, block.ln1, spec, spec.keeps_residual(layer, "attn"))
+            x = _sublayer(x, run_attention, block.ln1, spec, spec.keeps_residual(layer, "attn"),
+                          norm_inputs)
             if trace:
                 residuals.append(x)
                 layers.append(traces[0])
         if block.mlp is not None:
             x = _sublayer(x, lambda h, m=block.mlp: apply_feed_forward(h, m), block.ln2, spec,
-                          spec.keeps_residual(layer, "mlp"))
+                          spec.keeps_residual(layer, "mlp"), norm_inputs)
             if trace:
                 residuals.append(x)
     if spec.ln_final is not None:
+        if norm_inputs is not None:
+            norm_inputs.append(x)
         x = apply_layer_norm(x, spec.ln_final)
     out = spec.output
     logits = affine(_rows(x), out.W_U, _bias(out.b_U, len(out.labels), x.dtype), False)

@@ -72,16 +72,27 @@ def roles_from_traces(
     traces: Sequence[Trace], local_max: int = 3, global_fraction: float = 0.5
 ) -> list[HeadRole]:
     """Classify every head as local, global or mixed from traces the caller already has."""
+    tie_sizes = [[None if heads is None else (heads.tie_size, heads.causal)
+                  for heads in trace.layers] for trace in traces]
+    return roles_from_tie_sizes(tie_sizes, local_max, global_fraction)
+
+
+def roles_from_tie_sizes(
+    tie_sizes: Sequence[Sequence[tuple[np.ndarray, bool] | None]], local_max: int = 3,
+    global_fraction: float = 0.5,
+) -> list[HeadRole]:
+    """Classify every head from per-string, per-layer ((H, T) tie sizes, causal) or None."""
     sizes: dict[tuple[int, int], list[np.ndarray]] = {}
     fractions: dict[tuple[int, int], list[np.ndarray]] = {}
-    for trace in traces:
-        for layer, heads in enumerate(trace.layers):
-            if heads is None:
+    for layers in tie_sizes:
+        for layer, entry in enumerate(layers):
+            if entry is None:
                 continue
-            allowed = _allowed_counts(len(trace.tokens), heads.causal)
+            tie_size, causal = entry
+            allowed = _allowed_counts(tie_size.shape[-1], causal)
             informative = allowed > local_max
-            for head in range(heads.tie_size.shape[0]):
-                size = heads.tie_size[head][informative]
+            for head in range(tie_size.shape[0]):
+                size = tie_size[head][informative]
                 sizes.setdefault((layer, head), []).append(size)
                 fractions.setdefault((layer, head), []).append(size / allowed[informative])
     roles = []

@@ -58,6 +58,12 @@ def _report(result, device: str, dtype: str) -> None:
                result.streams, result.exact_cosine, result.exact_agreement, result.scales)
     _table("soft twin at cθ vs naive substitution (θ with saturated attention: the β → ∞ limit)",
            result.streams, result.naive_cosine, result.naive_agreement, result.scales)
+    click.echo("soft twin at cθ vs limit_signs (the checked limit: decisions)")
+    agree = "".join(f"{a:>11.3f}" for a in result.signs_agreement)
+    click.echo(f"  {'decisions agree':<34}{agree}")
+    click.echo(f"  limit_signs: {result.signs_exact} of {result.n_strings} strings needed the "
+               f"exact expansion, {result.signs_undetermined} undetermined (counted as "
+               "disagreeing)")
     click.echo(f"smallest tie margin in the limit network: {result.tie_margin:.3g}")
     if result.findings:
         listed = ", ".join(f"{kind}: {count}" for kind, count in sorted(result.findings.items()))

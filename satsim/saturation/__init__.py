@@ -7,7 +7,11 @@
   which the spec's per-sublayer ``residual`` flags express. ``leading_order(spec)`` also reports
   what was dropped, and ``run_limit`` runs it directly.
 - ``exact_limit(spec, string)``: the limit by asymptotic expansion in c, with findings where the
-  leading-order network is not the limit (tie sets split by lower-order terms, vanishing terms).
+  leading-order network is not the limit (tie sets split by lower-order terms, vanishing terms),
+  and NaN (an ``undetermined`` finding) where the terms it tracks cannot decide.
+- ``limit_signs(spec, strings)``: which decisions the saturated model makes, fast and checked:
+  the leading-order network in the compiled engine, the exact expansion where that run shows it
+  is not the limit.
 - Measures (``satsim.saturation.measures``, which runs the torch soft twin): representation
   similarity, homogeneity curves, per-layer convergence.
 """
@@ -18,12 +22,15 @@ from satsim.saturation.limit import LeadingOrder, leading_order, limit
 from satsim.saturation.run import LimitRun, run_limit
 from satsim.saturation.safety import check_scale, max_safe_scale
 from satsim.saturation.scaling import parse_rates, rated, scale_spec
+from satsim.saturation.signs import LimitPredictor, LimitSigns, limit_signs
 
 __all__ = [
     "ExactLimit",
     "Finding",
     "LeadingOrder",
+    "LimitPredictor",
     "LimitRun",
+    "LimitSigns",
     "check_scale",
     "degrees",
     "dropped_terms",
@@ -31,6 +38,7 @@ __all__ = [
     "growth_exponent",
     "leading_order",
     "limit",
+    "limit_signs",
     "max_safe_scale",
     "network_graph",
     "parse_rates",

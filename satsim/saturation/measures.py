@@ -5,7 +5,8 @@
 - homogeneity curve: cosine of the flattened final output at c against c = 1000 (Figure 5);
 - convergence: per-layer cosine and decision agreement between the soft twin at cθ and the
   saturated leading-order network, beside the naive substitution (the same weights θ with
-  softmax swapped for saturated attention), which is the limit of β → ∞ alone.
+  softmax swapped for saturated attention), which is the limit of β → ∞ alone, and the
+  decisions of :func:`satsim.saturation.limit_signs` (the checked limit).
 
 The soft twin comes from :mod:`satsim.soft` (torch); the functions here import it on call.
 """
@@ -24,6 +25,7 @@ from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.run import LimitRun, run_limit
 from satsim.saturation.scaling import Rates
+from satsim.saturation.signs import limit_signs
 from satsim.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -130,6 +132,9 @@ class Convergence:
     tie_margin: float  # smallest score gap between a tie set and the next key (limit network)
     findings: dict[str, int]  # exact-limit findings by kind, over all strings
     n_strings: int
+    signs_agreement: list[float]  # [scale]: soft decisions vs limit_signs (undetermined: no)
+    signs_exact: int  # strings limit_signs answered by the exact expansion
+    signs_undetermined: int  # strings with an undetermined readout sign
 
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
@@ -181,6 +186,9 @@ def convergence(spec: ModelSpec, strings: Sequence[str], scales: Sequence[float]
     findings: dict[str, int] = {}
     if exact:
         targets["exact"], findings = _exact_target(network.source, strings, n)
+    signs = limit_signs(spec, strings, rates)
+    targets["signs"] = _Target([], [s > 0 if not np.isnan(s).any() else None
+                                    for s in signs.signs])
     cosine: dict[str, list] = {key: [] for key in targets}
     agreement: dict[str, list] = {key: [] for key in targets}
     soft = _soft(spec, device, dtype)
@@ -190,7 +198,8 @@ def convergence(spec: ModelSpec, strings: Sequence[str], scales: Sequence[float]
         decisions = [decide(spec, run.logits_of(row)) for row in range(len(strings))]
         for key, target in targets.items():
             cosine[key].append([token_cosine(s, t, lengths)
-                                for s, t in zip(streams, target.streams)])
+                                for s, t in zip(streams, target.streams)] if target.streams
+                               else [])
             agreement[key].append(_agree(decisions, target.decisions))
     return Convergence(
         model=spec.name, streams=list(network.graph.graph["streams"]),
@@ -198,7 +207,8 @@ def convergence(spec: ModelSpec, strings: Sequence[str], scales: Sequence[float]
         agreement=agreement["leading"], exact_cosine=cosine.get("exact"),
         exact_agreement=agreement.get("exact"), naive_cosine=cosine["naive"],
         naive_agreement=agreement["naive"], tie_margin=tie_margin(network, limit_run),
-        findings=findings, n_strings=len(strings))
+        findings=findings, n_strings=len(strings), signs_agreement=agreement["signs"],
+        signs_exact=int(signs.exact.sum()), signs_undetermined=int(signs.undetermined.sum()))
 
 
 def _pad(array: np.ndarray, n: int) -> np.ndarray:
@@ -207,6 +217,6 @@ def _pad(array: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([array, np.zeros((n - len(array), array.shape[-1]))])
 
 
-def _agree(a: list[np.ndarray], b: list[np.ndarray]) -> float:
-    """Fraction of strings whose decisions are identical."""
-    return float(np.mean([np.array_equal(x, y) for x, y in zip(a, b)]))
+def _agree(a: list[np.ndarray], b: list[np.ndarray | None]) -> float:
+    """Fraction of strings whose decisions are identical (None, undetermined, never is)."""
+    return float(np.mean([y is not None and np.array_equal(x, y) for x, y in zip(a, b)]))

@@ -12,7 +12,7 @@ skipped, one that straddles it is cut at the longest string that fits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -117,11 +117,17 @@ def _plan(bins: Sequence[tuple[int, int]], cap: int | None,
     return plan
 
 
-def evaluate_bins(spec: ModelSpec, simulator: Simulator, language,
+def evaluate_bins(spec: ModelSpec, limit: Simulator | Callable[[list[str]], list], language,
                   bins: Sequence[tuple[int, int]], n: int = 100, seed: int = 0, *,
                   device: str = "auto", soft_max_len: int = 2048) -> list[BinPair]:
-    """Accuracy per bin of the soft model ``spec`` and of the limit run by ``simulator``."""
-    limit_spec = simulator.spec
+    """Accuracy per bin of the soft model ``spec`` and of its limit.
+
+    ``limit`` is a simulator of a limit spec, or a predictor with a ``spec`` attribute (such as
+    :class:`satsim.saturation.signs.LimitPredictor`), answering as :func:`predict` does.
+    """
+    limit_spec = limit.spec
+    answer = ((lambda strings: predict(limit, strings)) if isinstance(limit, Simulator)
+              else limit)
     check_alphabet(spec, language)
     caps = [c for c in (max_string_length(spec), max_string_length(limit_spec)) if c is not None]
     shortest = int(spec.bos is None and spec.eos is None)
@@ -129,9 +135,9 @@ def evaluate_bins(spec: ModelSpec, simulator: Simulator, language,
     run = [(index, (low, high)) for index, low, high, _ in plan if index >= 0]
     negatives = spec.output.task == "recognition"
     limit_results = iter(evaluate_predictor(
-        lambda strings: predict(simulator, strings), limit_spec, language, "saturated",
+        answer, limit_spec, language, "saturated",
         [b for _, b in run], n, seed, indices=[i for i, _ in run],
-        negatives=negatives).bins) if run else iter(())
+        negatives=negatives, warm_up=isinstance(limit, Simulator)).bins) if run else iter(())
     soft_run = [(i, b) for i, b in run if b[1] <= soft_max_len]
     soft_results = iter(evaluate_predictor(
         soft_predictor(spec, device), spec, language, "softmax", [b for _, b in soft_run], n,

@@ -224,9 +224,9 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     """Read the run at ``path`` and compute every part of its report."""
     import languages
     from satsim.evaluation import test_set
-    from satsim.head_roles import head_roles
+    from satsim.head_roles import roles_from_tie_sizes
     from satsim.saturation import limit
-    from satsim.simulator import Simulator
+    from satsim.saturation.signs import LimitPredictor, limit_tie_sizes
 
     if n < 1 or roles_n < 1:
         raise SatsimError("-n and the number of head-role strings must be at least 1")
@@ -237,8 +237,8 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
                           f"task is {run.config['task']}")
     bins = tuple(bins) if bins else default_bins(run.config.get("split"))
     limit_spec = limit(run.final)
-    simulator = Simulator(limit_spec)
-    pairs = evaluate_bins(run.final, simulator, language, bins, n, seed, device=device,
+    saturated = LimitPredictor(run.final)
+    pairs = evaluate_bins(run.final, saturated, language, bins, n, seed, device=device,
                           soft_max_len=soft_max_len)
     low, high = bins[0]
     cap = max_string_length(limit_spec)
@@ -250,7 +250,8 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
         strings, _ = test_set(language, roles_n, low, high, seed)
     else:
         notes.append(f"no head roles: the first bin is longer than the model reads ({high})")
-    roles = head_roles(simulator, strings) if strings else []
+    roles = roles_from_tie_sizes(limit_tie_sizes(run.final, strings)) if strings else []
+    notes.append(saturated.note())
     return Report(run, fit_growth(*run.series("norm")), _fits(run.named_series("norm_layers")),
                   _fits(run.named_series("norm_groups")), direction_to_final(run), pairs, roles,
                   (len(strings), low, high), limit_spec.name, n, seed, device, notes)

@@ -1,0 +1,316 @@
+"""Which decisions the saturated model makes: the sign of every logit as c → ∞, always right.
+
+The leading-order network (:func:`satsim.saturation.limit`) is the limit wherever nothing it
+dropped can matter (docs/saturation.md gives the argument). It runs in the compiled engine, and
+the same run checks, per string, the three places where a dropped lower-order term decides:
+
+- a LayerNorm input row whose top-degree part is constant (it centres to zero): the direction
+  comes from a lower degree;
+- a readout logit that is zero at the top degree: its sign comes from a lower degree;
+- a tie set of size > 1 whose keys' input rows differ, so that a lower-order score term that
+  splits it or weights its keys unequally moves the output. Where the tied input rows are equal,
+  their values agree at the top degree and any split leaves the output alone; a head whose keys
+  are all one row (W_K = 0) or whose queries are zero (W_Q = 0, no b_Q) never splits.
+
+Strings flagged by any check are answered by the exact expansion
+(:func:`satsim.saturation.exact_limit`), which returns NaN where even it cannot decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from satsim.encoding import encoder, positional_vectors
+from satsim.errors import SatsimError
+from satsim.forward import LayerTrace, forward_batch
+from satsim.reference.forward import AttentionSettings
+from satsim.saturation.exact import exact_limit
+from satsim.saturation.limit import LeadingOrder, leading_order
+from satsim.saturation.scaling import Rates
+from satsim.spec import ModelSpec
+from satsim.tolerance import tie_tolerance
+
+VANISHING = 1e-9
+"""Relative size below which a float64 leading-order quantity counts as zero at its degree."""
+
+BATCH_TOKENS = 1 << 16
+"""Padded tokens per batch of the leading-order run."""
+
+
+@dataclass(frozen=True)
+class LimitSigns:
+    """Per string: the sign of each readout logit as c → ∞ (NaN: undetermined), and how."""
+
+    signs: list[np.ndarray]  # shaped like the simulator's logits of that string
+    exact: np.ndarray  # bool per string: answered by the exact expansion
+    reasons: list[str]  # per string: why the exact expansion was needed ('' if it was not)
+
+    @property
+    def undetermined(self) -> np.ndarray:
+        """Bool per string: some readout sign is undetermined."""
+        return np.array([bool(np.isnan(s).any()) for s in self.signs], dtype=bool)
+
+    def summary(self) -> str:
+        """One line: how many strings needed the exact expansion, how many stay undetermined."""
+        n = len(self.signs)
+        return (f"{int(self.exact.sum())} of {n} strings needed the exact expansion; "
+                f"{int(self.undetermined.sum())} undetermined")
+
+
+def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
+    """Per attention layer, (H,) bool: heads that score every key alike at every degree."""
+    out = []
+    for block in spec.blocks:
+        if block.attn is None:
+            continue
+        attn = block.attn
+        constant_keys = ~attn.W_K.reshape(attn.n_heads, -1).any(axis=1)
+        zero_queries = ~attn.W_Q.reshape(attn.n_heads, -1).any(axis=1)
+        if attn.b_Q is not None:
+            zero_queries &= ~attn.b_Q.any(axis=1)
+        out.append(constant_keys | zero_queries)
+    return out
+
+
+def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.ndarray,
+                     causal: bool, tolerance: tuple[float, float], bound: float) -> bool:
+    """Whether some tie set of one string holds keys whose input rows differ.
+
+    Keys with equal input rows have equal values at the top degree, so however lower-order terms
+    split or weight them, the top-degree output (their common value) is unchanged.
+    """
+    atol, rtol = tolerance
+    rows = inputs[:n]
+    scale = max(np.abs(rows).max(initial=0.0), bound)
+    for head in np.flatnonzero(live):
+        for query in np.flatnonzero(layer.tie_size[head, :n] > 1):
+            allowed = query + 1 if causal else n
+            scores = layer.keys[head, :allowed] @ layer.queries[head, query]
+            best = scores.max()
+            members = rows[:allowed][scores >= best - 2 * (atol + rtol * abs(best))
+                                     * np.sqrt(layer.queries.shape[-1])]
+            if np.abs(members - members[0]).max() > VANISHING * scale:
+                return True
+    return False
+
+
+def _vanishing_rows(x: np.ndarray, n: int, bound: float) -> bool:
+    """Whether a LayerNorm input row of one string centres to (rounding-level) zero.
+
+    Rounding-level means small beside the row itself, beside the string's largest row, or
+    beside ``bound``, an a-priori bound on any row at that point of the network.
+    """
+    rows = x[:n]
+    centred = np.linalg.norm(rows - rows.mean(axis=-1, keepdims=True), axis=-1)
+    norms = np.linalg.norm(rows, axis=-1)
+    scale = np.maximum(np.maximum(norms, norms.max(initial=0.0)), bound)
+    return bool((centred <= VANISHING * scale).any())
+
+
+def _norm(array: np.ndarray | None) -> float:
+    """The spectral norm of a matrix, the Euclidean norm of a vector (0 for None)."""
+    if array is None:
+        return 0.0
+    return float(np.linalg.norm(array, 2 if array.ndim == 2 else None))
+
+
+def row_bounds(spec: ModelSpec, length: int) -> tuple[list[float], list[float], np.ndarray]:
+    """A-priori bounds on row norms of a (leading-order) network on strings of ``length`` tokens.
+
+    Returns bounds on every LayerNorm input (in order), on every attention sublayer's input
+    stream, and on each readout logit. A computed value far below its bound that should be zero
+    is rounding: cancellations leave about 1e-16 of the bound, never 1e-9 of it.
+    """
+    def norm_out(ln) -> float:
+        d = spec.d_model
+        return np.sqrt(d) * (1.0 if not ln.affine else float(np.abs(ln.w).max())) + _norm(ln.b)
+
+    bound = float(np.linalg.norm(spec.W_E, axis=1).max())
+    positions = positional_vectors(spec, length)
+    if positions is not None:
+        bound += float(np.linalg.norm(positions, axis=1).max())
+    norms, attention_inputs = [], []
+    for layer, block in enumerate(spec.blocks):
+        for kind, sub, ln in (("attn", block.attn, block.ln1), ("mlp", block.mlp, block.ln2)):
+            if sub is None:
+                continue
+            if kind == "attn":
+                attention_inputs.append(bound)
+            inner = bound
+            if spec.norm == "pre":
+                norms.append(bound)
+                inner = norm_out(ln)
+            if kind == "attn":
+                branch = sum(_norm(sub.W_O[h]) * (_norm(sub.W_V[h]) * inner + _norm(
+                    None if sub.b_V is None else sub.b_V[h])) for h in range(sub.n_heads))
+                branch += _norm(sub.b_O)
+            else:
+                hidden = _norm(sub.W_in) * inner + _norm(sub.b_in)
+                branch = _norm(sub.W_out) * hidden + _norm(sub.b_out)
+            bound = branch + (bound if spec.keeps_residual(layer, kind) else 0.0)
+            if spec.norm == "post":
+                norms.append(bound)
+                bound = norm_out(ln)
+    if spec.ln_final is not None:
+        norms.append(bound)
+        bound = norm_out(spec.ln_final)
+    out = spec.output
+    logits = np.linalg.norm(out.W_U, axis=0) * bound + (0 if out.b_U is None else np.abs(out.b_U))
+    return norms, attention_inputs, logits
+
+
+class _Checker:
+    """Runs batches through the leading-order network and flags the strings it cannot answer."""
+
+    def __init__(self, network: LeadingOrder) -> None:
+        self.network = network
+        self.spec = network.spec
+        self.settings = AttentionSettings("saturated")
+        self.tolerance = tie_tolerance(np.float64)
+        self.exempt = exempt_heads(network.source)
+        attention = [b.attn for b in network.source.blocks if b.attn is not None]
+        self.causal = [a.causal for a in attention]
+
+    def run(self, ids: list[np.ndarray]) -> tuple[list[np.ndarray], list[str]]:
+        """Readout signs of the leading-order network, and per string why it cannot be trusted."""
+        norm_inputs: list[np.ndarray] = []
+        run = forward_batch(self.spec, ids, self.settings, trace=True, norm_inputs=norm_inputs)
+        self.norm_bounds, self.input_bounds, self.logit_bounds = row_bounds(
+            self.spec, max(len(seq) for seq in ids))
+        signs, reasons = [], []
+        last = self.spec.output.readout == "last"
+        for row, seq in enumerate(ids):
+            n = len(seq)
+            logits = run.logits[row, :n]
+            vanished = np.abs(logits) <= VANISHING * self.logit_bounds[None]
+            signs.append(np.sign(logits[-1] if last else logits))
+            reasons.append(self._reason(run, norm_inputs, row, n,
+                                        vanished[-1:] if last else vanished))
+        return signs, reasons
+
+    def _reason(self, run, norm_inputs: list[np.ndarray], row: int, n: int,
+                vanished: np.ndarray) -> str:
+        if vanished.any():
+            return "a readout logit is zero at the top degree"
+        if any(_vanishing_rows(x[row], n, bound)
+               for x, bound in zip(norm_inputs, self.norm_bounds)):
+            return "a LayerNorm input centres to zero at the top degree"
+        for index, (layer, inputs) in enumerate(zip(run.layers, self._attention_inputs(run))):
+            trace = LayerTrace(*(getattr(layer, f)[row] for f in layer.__dataclass_fields__))
+            if _splittable_ties(trace, inputs[row], n, ~self.exempt[index], self.causal[index],
+                                self.tolerance, self.input_bounds[index]):
+                return (f"a tie set at attention layer {index} holds keys that lower-order "
+                        "terms may tell apart")
+        return ""
+
+    def _attention_inputs(self, run) -> list[np.ndarray]:
+        """The residual stream entering each attention sublayer (before its pre-LayerNorm)."""
+        streams, index = [], 0
+        for block in self.spec.blocks:
+            if block.attn is not None:
+                streams.append(run.residuals[index])
+                index += 1
+            if block.mlp is not None:
+                index += 1
+        return streams
+
+
+def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
+                ) -> LimitSigns:
+    """Sign of every readout logit of each string as c → ∞ (NaN where undetermined).
+
+    Shapes follow the simulator's logits: (n_outputs,) for a last-position readout,
+    (n_tokens, n_outputs) per position. Strings that the leading-order network cannot answer
+    are answered by the exact expansion, and :attr:`LimitSigns.exact` says which.
+    """
+    if isinstance(strings, str):
+        raise SatsimError("pass a list of strings, not a single string")
+    network = leading_order(spec.astype(np.float64), rates)
+    encode = encoder(network.spec)
+    ids = [encode(s) for s in strings]
+    if any(len(seq) == 0 for seq in ids):
+        raise SatsimError(f"the empty string gives no tokens to model {spec.name!r}")
+    checker = _Checker(network)
+    signs: list[np.ndarray | None] = [None] * len(ids)
+    reasons = [""] * len(ids)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    start = 0
+    while start < len(order):
+        stop = start + 1
+        while stop < len(order) and (stop - start + 1) * len(ids[order[stop]]) <= BATCH_TOKENS:
+            stop += 1
+        batch = order[start:stop]
+        got, why = checker.run([ids[i] for i in batch])
+        for i, sign, reason in zip(batch, got, why):
+            signs[i], reasons[i] = sign, reason
+        start = stop
+    last = network.spec.output.readout == "last"
+    for i, reason in enumerate(reasons):
+        if reason:
+            exact = exact_limit(network.source, strings[i]).logit_signs()
+            signs[i] = exact[-1] if last else exact
+    return LimitSigns(signs, np.array([bool(r) for r in reasons], dtype=bool), reasons)
+
+
+class LimitPredictor:
+    """Answers as the simulator gives them (accept, or next-symbol sets) from limit_signs.
+
+    An undetermined string's answer is None, which no oracle label matches. The counts say how
+    many strings needed the exact expansion and how many stayed undetermined.
+    """
+
+    def __init__(self, spec: ModelSpec, rates: Rates | None = None) -> None:
+        self.spec = spec
+        self.rates = rates
+        self.strings = 0
+        self.exact = 0
+        self.undetermined = 0
+
+    def __call__(self, strings: Sequence[str]) -> list:
+        """The saturated limit's answer for each string (None where undetermined)."""
+        result = limit_signs(self.spec, list(strings), self.rates)
+        self.strings += len(strings)
+        self.exact += int(result.exact.sum())
+        self.undetermined += int(result.undetermined.sum())
+        labels = np.array(self.spec.output.labels)
+        answers: list = []
+        for string, signs in zip(strings, result.signs):
+            if self.spec.output.task == "recognition":
+                answers.append(None if np.isnan(signs).any() else bool(signs[0] > 0))
+                continue
+            rows = signs[: len(string) + 1]
+            answers.append(None if np.isnan(rows).any()
+                           else [frozenset(labels[row > 0]) for row in rows])
+        return answers
+
+    def note(self) -> str:
+        """How the answers were reached, for a report line."""
+        return (f"saturated limit via limit_signs: {self.exact} of {self.strings} strings needed "
+                f"the exact expansion, {self.undetermined} undetermined (counted wrong)")
+
+
+def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
+                    ) -> list[list[tuple[np.ndarray, bool] | None]]:
+    """Per string and block: the (H, T) tie sizes of the limit's attention and its causality.
+
+    The leading-order run's sizes are the limit's where every tie set of a head that can split
+    has one key (lower-order terms only ever split a tie set); other strings take the sizes of
+    the exact expansion (keys tied at every positive degree).
+    """
+    network = leading_order(spec.astype(np.float64), rates)
+    encode = encoder(network.spec)
+    exempt = exempt_heads(network.source)
+    out = []
+    for string in strings:
+        run = forward_batch(network.spec, [encode(string)], AttentionSettings("saturated"),
+                            trace=True)
+        split = any((layer.tie_size[0][~free] > 1).any()
+                    for layer, free in zip(run.layers, exempt))
+        sizes = ([h.size for h in exact_limit(network.source, string).heads] if split
+                 else [layer.tie_size[0] for layer in run.layers])
+        found = iter(zip(sizes, (b.attn.causal for b in spec.blocks if b.attn is not None)))
+        out.append([None if block.attn is None else next(found) for block in spec.blocks])
+    return out
