@@ -119,7 +119,7 @@ def trace_figure(trace: TraceResult, path: str) -> str:
     a.plot(t, [row["common_share"] for row in rows], label="common tokens")
     a.set_ylabel("share of attention")
     b.plot(t, [row["entropy_distinct"] for row in rows], label="c_n on distinct (published)")
-    b.plot(t, [row["entropy_tokens"] for row in rows], label="c_n on all 20 tokens")
+    b.plot(t, [row["entropy_tokens"] for row in rows], label="c_n on all of n's tokens")
     b.plot(t, np.array([row["entropy_positions"] for row in rows]) / np.log(127),
            label="over 127 positions / ln 127")
     b.set_ylabel("entropy (nats)")
@@ -129,14 +129,16 @@ def trace_figure(trace: TraceResult, path: str) -> str:
         ax.legend(fontsize=7)
         if len(snaps):
             ax.axvline(snaps.mean(), color="gray", ls="--", lw=1)
-    z = trace.z_slots[:, -1]                                              # (S, 2K, 20)
-    c.plot(DISTINCT_WEIGHTS, (z[..., 10:] - z[..., :10].mean(-1, keepdims=True)).mean((0, 1)),
-           "o-", ms=3)
+    z = trace.z_slots[:, -1]                                              # (S, N, slots)
+    shared = trace.runs.task.n_shared
+    c.plot(DISTINCT_WEIGHTS,
+           (z[..., shared:] - z[..., :shared].mean(-1, keepdims=True)).mean((0, 1)), "o-", ms=3)
     c.axhline(0.0, color="gray", ls=":", lw=1)
     c.set_xlabel("co-occurrence weight")
     c.set_ylabel("final z − mean common z")
     s = trace.runs.settings[0]
-    fig.suptitle(f"K = {trace.runs.task.n_queries}, η_Z = {s.eta_z:g}, r = {s.ratio:g}, "
+    fig.suptitle(f"{trace.name}: K = {trace.runs.task.n_queries}, η_Z = {s.eta_z:g}, "
+                 f"r = {s.ratio:g}, "
                  f"{len(trace.runs.seeds)} seeds; dashed: mean snap point", fontsize=9)
     return _save(fig, path)
 
