@@ -4,8 +4,8 @@ Everything starts from the attention logits of a next token's slots (its shared 
 its 10 distinct tokens), ``z_slots[..., n, s] = Z[m(n), token(n, s)]`` (see ``token_logits``).
 The composition of next token n is c_n(s) ∝ P(s | n)·exp(z_s): the expected share of the query's
 attention that lands on each slot, since a slot occurs P(s | n)·127 times in expectation. The
-published measure restricts c_n to the 10 distinct slots and renormalises; its entropy, averaged over next tokens, is ``distinct_entropy``.
-Entropies are in nats.
+published measure restricts c_n to the 10 distinct slots and renormalises; its entropy, averaged
+over next tokens, is ``distinct_entropy``. Entropies are in nats.
 """
 
 from __future__ import annotations
