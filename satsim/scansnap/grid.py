@@ -84,7 +84,7 @@ class Cell:
             "initial_entropy_mean": float(self.initial_entropy.mean()),
             "distinct_share_mean": float(self.distinct_share.mean()),
             "initial_distinct_share_mean": float(self.initial_distinct_share.mean()),
-            "loss_mean": float(self.loss.mean()),
+            "loss_mean": float(self.loss.mean()), "loss": self.loss.tolist(),
             "snap_mean": None if not len(done) else float(done.mean()),
             "snap_std": None if not len(done) else measures.sample_std(done),
             "snapped": int(len(done)), "snap": [None if s == NOT_SNAPPED else int(s)
