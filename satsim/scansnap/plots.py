@@ -110,11 +110,11 @@ def z_by_weight(result: GridResult, path: str, n_queries: int | None = None) -> 
 
 
 def trace_figure(trace: TraceResult, path: str) -> str:
-    """Draw a trace: attention shares, three entropies, and final z against weight."""
+    """Draw a trace: attention shares, three entropies, final z by weight, the composition."""
     rows = trace.rows()
     t = np.array([row["t"] for row in rows])
-    fig = Figure(figsize=(11, 3.2), layout="constrained")
-    a, b, c = fig.subplots(1, 3)
+    fig = Figure(figsize=(14, 3.2), layout="constrained")
+    a, b, c, d = fig.subplots(1, 4)
     a.plot(t, [row["distinct_share"] for row in rows], label="distinct tokens")
     a.plot(t, [row["common_share"] for row in rows], label="common tokens")
     a.set_ylabel("share of attention")
@@ -136,6 +136,14 @@ def trace_figure(trace: TraceResult, path: str) -> str:
     c.axhline(0.0, color="gray", ls=":", lw=1)
     c.set_xlabel("co-occurrence weight")
     c.set_ylabel("final z − mean common z")
+    shown = min(len(rows), 51)
+    image = d.imshow([row["composition"] for row in rows[:shown]], aspect="auto",
+                     interpolation="nearest")
+    d.axvline(shared - 0.5, color="w", ls="--", lw=1)
+    d.set_xlabel("token (shared, then distinct by weight)")
+    d.set_ylabel("iteration")
+    d.set_title("composition c_n, mean over n and seeds", fontsize=9)
+    fig.colorbar(image, ax=d)
     s = trace.runs.settings[0]
     fig.suptitle(f"{trace.name}: K = {trace.runs.task.n_queries}, η_Z = {s.eta_z:g}, "
                  f"r = {s.ratio:g}, "
@@ -156,6 +164,6 @@ def write_grid_plots(result: GridResult, directory: str) -> list[str]:
 def write_trace_plots(trace: TraceResult, directory: str) -> list[str]:
     """Write the trace figure and the trace arrays (.npz) into ``directory``."""
     os.makedirs(directory, exist_ok=True)
-    npz = os.path.join(directory, "scan_snap_trace.npz")
-    trace.save(npz)
-    return [trace_figure(trace, os.path.join(directory, "scan_snap_trace.png")), npz]
+    stem = os.path.join(directory, "scan_snap_fig4" if trace.name == "fig4" else "scan_snap_trace")
+    trace.save(stem + ".npz")
+    return [trace_figure(trace, stem + ".png"), stem + ".npz"]
