@@ -46,6 +46,7 @@ class TraceResult:
     name: str
     """What was traced: 'K,η_Z,r' or a named setting such as 'fig4'."""
     zero_init: bool
+    """Whether Z and Y started at zero."""
     epsilon: float
     wall_s: float
 
