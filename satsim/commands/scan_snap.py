@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from satsim.errors import SatsimError
+from satsim.scansnap.data import LOSSES, N_COMMON
 from satsim.scansnap.grid import GRIDS
 from satsim.scansnap.snap import DEFAULT_EPSILON
 
@@ -28,8 +30,11 @@ def _progress(total: int, label: str):
               help="Sequences per batch.")
 @click.option("--device", default="auto", show_default=True,
               help="auto, cpu, cuda or cuda:N.")
-@click.option("--zero-init", is_flag=True, help="Start Z and Y at zero instead of PyTorch's "
-              "default Linear initialisation.")
+@click.option("--zero-init", is_flag=True, help="Start Z and Y at zero instead of the authors' "
+              "nn.Linear(M, M) initialisation (always on for --setting fig4).")
+@click.option("--loss", "loss_kind", type=click.Choice(LOSSES), default="vocab",
+              show_default=True, help="Decoder and cross-entropy over the whole vocabulary "
+              "(the published protocol) or over the next tokens only (an ablation).")
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_EPSILON,
               show_default=True, help="Snap threshold on the per-iteration TV change of the "
               "attention composition.")
@@ -37,25 +42,44 @@ def _progress(total: int, label: str):
               help="torch CPU threads.")
 @click.option("--trace", "trace_text", metavar="K,ETA_Z,R", default=None,
               help="Trace one setting every iteration instead of running the grid.")
+@click.option("--setting", "named", type=click.Choice(["fig4"]), default=None,
+              help="Trace a named setting: fig4 is the paper's Figure 4 (2 query tokens, one "
+              "next token each, zero init, η_Z = η_Y = 1).")
+@click.option("--common", type=click.IntRange(min=0), default=N_COMMON, show_default=True,
+              help="Common tokens shared by every next token (--trace and --setting only).")
+@click.option("--common-per-query", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Common tokens of each query token (--trace and --setting only).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
               help="Write PNG figures (and a trace's arrays) into this folder.")
-def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads, trace_text,
-            as_json, plot_dir) -> None:
+def command(grid_name, seeds, iters, batch, device, zero_init, loss_kind, epsilon, threads,
+            trace_text, named, common, common_per_query, as_json, plot_dir) -> None:
     """Reproduce Scan and Snap: attention entropy over K × η_Z × r, snap points, saturation."""
     from satsim.commands.torch_setup import import_torch
-    from satsim.scansnap.trace import parse_setting
+    from satsim.scansnap.data import Task
+    from satsim.scansnap.trace import FIG4, fig4_task, parse_setting
 
-    setting = parse_setting(trace_text) if trace_text is not None else None
+    if trace_text is not None and named is not None:
+        raise SatsimError("give either --trace or --setting, not both")
+    layout = dict(n_common=common, common_per_query=common_per_query)
+    if trace_text is None and named is None and (common, common_per_query) != (N_COMMON, 0):
+        raise SatsimError("--common and --common-per-query apply to --trace and --setting; the "
+                          "grid is Figure 6's layout")
+    if trace_text is not None:
+        k, eta_z, ratio = parse_setting(trace_text)
+        trace = dict(task=Task(k, **layout), eta_z=eta_z, ratio=ratio, zero_init=zero_init)
+    elif named == "fig4":
+        trace = dict(task=fig4_task(**layout), name="fig4", **FIG4)
     import_torch(threads)
     from satsim.scansnap.train import resolve_device
 
     device = str(resolve_device(device))
-    common = dict(iters=iters, batch=batch, zero_init=zero_init, device=device, epsilon=epsilon)
-    if setting is not None:
-        _trace(setting, seeds, common, as_json, plot_dir)
+    run = dict(iters=iters, batch=batch, loss=loss_kind, device=device, epsilon=epsilon)
+    if trace_text is not None or named is not None:
+        _trace(trace, seeds, run, as_json, plot_dir)
     else:
-        _grid(GRIDS[grid_name], seeds, common, as_json, plot_dir, threads)
+        _grid(GRIDS[grid_name], seeds, dict(run, zero_init=zero_init), as_json, plot_dir,
+              threads)
 
 
 def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
@@ -70,9 +94,10 @@ def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "plots": files}))
         return
-    init = "zero init" if result.zero_init else "default init"
+    init = "zero init" if result.zero_init else "nn.Linear(M, M) init"
     click.echo(f"scan-snap · grid {grid.name} · {seeds} seeds · {result.iters} iterations · batch "
-               f"{result.batch} · {init} · {result.device} · {threads} threads")
+               f"{result.batch} · {init} · loss over {_loss_text(result.loss)} · "
+               f"{result.device} · {threads} threads")
     for line in grid_table(result) + [""] + grid_matrix(result):
         click.echo(line)
     click.echo(f"wall time {result.wall_s:.1f} s")
@@ -80,21 +105,31 @@ def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
         click.echo(f"wrote {path}")
 
 
-def _trace(setting, seeds, common, as_json, plot_dir) -> None:
+def _loss_text(loss: str) -> str:
+    """Return how a header names the loss."""
+    return "the whole vocabulary" if loss == "vocab" else "next tokens only (ablation)"
+
+
+def _trace(setting, seeds, run, as_json, plot_dir) -> None:
     """Trace one setting, print its per-iteration table or JSON, draw its figure."""
     from satsim.scansnap.report import trace_table
     from satsim.scansnap.trace import run_trace
 
-    k, eta_z, ratio = setting
-    with _progress(common["iters"], f"trace K={k} η_Z={eta_z:g} r={ratio:g}") as bar:
-        trace = run_trace(k, eta_z, ratio, seeds, on_step=lambda _: bar.update(1), **common)
+    task, eta_z, ratio = setting["task"], setting["eta_z"], setting["ratio"]
+    label = setting.get("name") or f"K={task.n_queries} η_Z={eta_z:g} r={ratio:g}"
+    with _progress(run["iters"], f"trace {label}") as bar:
+        trace = run_trace(seeds=seeds, on_step=lambda _: bar.update(1), **setting, **run)
     files = _plots("trace", trace, plot_dir)
     if as_json:
         click.echo(json.dumps({**trace.to_dict(), "plots": files}))
         return
-    click.echo(f"scan-snap trace · K {k} · η_Z {eta_z:g} · η_Y {eta_z * ratio:g} (r {ratio:g}) · "
-               f"{seeds} seeds · {trace.runs.iters} iterations")
-    for line in trace_table(trace):
+    init = "zero init" if trace.zero_init else "nn.Linear(M, M) init"
+    click.echo(f"scan-snap trace {trace.name} · K {task.n_queries} × {task.next_per_query} next "
+               f"· {task.n_common} common + {task.common_per_query} per query · M "
+               f"{task.n_vocab} · η_Z {eta_z:g} · η_Y {eta_z * ratio:g} (r {ratio:g}) · {init} "
+               f"· loss over {_loss_text(run['loss'])} · {seeds} seeds · "
+               f"{trace.runs.iters} iterations")
+    for line in trace_table(trace, early=20 if trace.name == "fig4" else 0):
         click.echo(line)
     sat = trace.to_dict()["saturation"]
     click.echo("saturation view at the end: " + ", ".join(f"{k} {v:.3f}" for k, v in sat.items()))

@@ -11,7 +11,7 @@ import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.scansnap import measures
-from satsim.scansnap.data import N_COMMON, Task
+from satsim.scansnap.data import Task
 from satsim.scansnap.saturation import saturation_view
 from satsim.scansnap.snap import DEFAULT_EPSILON, NOT_SNAPPED, snap_point
 
@@ -84,7 +84,7 @@ class Cell:
             "initial_entropy_mean": float(self.initial_entropy.mean()),
             "distinct_share_mean": float(self.distinct_share.mean()),
             "initial_distinct_share_mean": float(self.initial_distinct_share.mean()),
-            "loss_mean": float(self.loss.mean()),
+            "loss_mean": float(self.loss.mean()), "loss": self.loss.tolist(),
             "snap_mean": None if not len(done) else float(done.mean()),
             "snap_std": None if not len(done) else measures.sample_std(done),
             "snapped": int(len(done)), "snap": [None if s == NOT_SNAPPED else int(s)
@@ -105,6 +105,7 @@ class GridResult:
     iters: int
     batch: int
     zero_init: bool
+    loss: str
     epsilon: float
     device: str
     cells: list[Cell]
@@ -120,7 +121,8 @@ class GridResult:
     def to_dict(self) -> dict:
         """Return a JSON-ready report."""
         return {"grid": self.grid.name, "seeds": self.seeds, "iters": self.iters,
-                "batch": self.batch, "zero_init": self.zero_init, "epsilon": self.epsilon,
+                "batch": self.batch, "zero_init": self.zero_init, "loss": self.loss,
+                "epsilon": self.epsilon,
                 "device": self.device, "wall_s": self.wall_s,
                 "analytic_uniform_entropy": measures.uniform_distinct_entropy(),
                 "cells": [c.to_dict() for c in self.cells]}
@@ -142,10 +144,11 @@ def spearman_with_weight(z_distinct: np.ndarray) -> np.ndarray:
 def summarise(runs: Runs, epsilon: float) -> list[Cell]:
     """Return one Cell per setting of a ``train.Runs`` (all of one K)."""
     task = runs.task
-    z_slots = measures.token_logits(runs.z, task)                        # (C, S, 2K, 20)
+    z_slots = measures.token_logits(runs.z, task)                        # (C, S, N, slots)
+    shared = task.n_shared
     snaps = snap_point(runs.change, epsilon)
     view = saturation_view(runs.z, task, runs.eval_labels, runs.eval_counts)
-    order = spearman_with_weight(z_slots[..., N_COMMON:]).mean(axis=-1)   # (C, S)
+    order = spearman_with_weight(z_slots[..., shared:]).mean(axis=-1)   # (C, S)
     cells = []
     for i, s in enumerate(runs.settings):
         cells.append(Cell(
@@ -156,8 +159,8 @@ def summarise(runs: Runs, epsilon: float) -> list[Cell]:
             initial_distinct_share=runs.distinct_share[i, :, 0],
             loss=runs.loss[i, :, -1], snap=snaps[i],
             entropy_curve=runs.distinct_entropy[i].mean(axis=0),
-            z_distinct=z_slots[i, ..., N_COMMON:].mean(axis=(0, 1)),
-            z_common=float(z_slots[i, ..., :N_COMMON].mean()),
+            z_distinct=z_slots[i, ..., shared:].mean(axis=(0, 1)),
+            z_common=float(z_slots[i, ..., :shared].mean()),
             z_order=order[i],
             saturation={name: float(np.mean(getattr(view, name)[i]))
                         for name in view.__dataclass_fields__}))
@@ -165,7 +168,8 @@ def summarise(runs: Runs, epsilon: float) -> list[Cell]:
 
 
 def run_grid(grid: Grid, seeds: int = 10, *, iters: int = 100, batch: int = 128,
-             zero_init: bool = False, device: str = "cpu", epsilon: float = DEFAULT_EPSILON,
+             zero_init: bool = False, loss: str = "vocab", device: str = "cpu",
+             epsilon: float = DEFAULT_EPSILON,
              on_step: Callable[[int], None] | None = None) -> GridResult:
     """Train every cell of ``grid`` for ``seeds`` seeds (all settings of one K in one batch)."""
     from satsim.scansnap.train import Setting, resolve_device, train
@@ -178,8 +182,8 @@ def run_grid(grid: Grid, seeds: int = 10, *, iters: int = 100, batch: int = 128,
     cells: list[Cell] = []
     for k in grid.n_queries:
         runs = train(Task(k), settings, list(range(seeds)), iters=iters, batch=batch,
-                     zero_init=zero_init, device=dev, on_step=on_step)
+                     zero_init=zero_init, loss=loss, device=dev, on_step=on_step)
         cells.extend(summarise(runs, epsilon))
     return GridResult(grid=grid, seeds=seeds, iters=iters, batch=batch, zero_init=zero_init,
-                      epsilon=epsilon, device=dev, cells=cells,
+                      loss=loss, epsilon=epsilon, device=dev, cells=cells,
                       wall_s=time.perf_counter() - start)

@@ -1,18 +1,18 @@
 """Measures of the attention composition, in NumPy (no torch).
 
-Everything starts from the attention logits of a next token's 20 slots, ``z_slots[..., n, s] =
-Z[m(n), token(n, s)]`` (see ``token_logits``). The composition of next token n is
-c_n(s) ∝ P(s | n)·exp(z_s): the expected share of the query's attention that lands on each slot,
-since a slot occurs P(s | n)·127 times in expectation. The published measure restricts c_n to the
-10 distinct slots and renormalises; its entropy, averaged over next tokens, is ``distinct_entropy``.
-Entropies are in nats.
+Everything starts from the attention logits of a next token's slots (its shared tokens, then
+its 10 distinct tokens), ``z_slots[..., n, s] = Z[m(n), token(n, s)]`` (see ``token_logits``).
+The composition of next token n is c_n(s) ∝ P(s | n)·exp(z_s): the expected share of the query's
+attention that lands on each slot, since a slot occurs P(s | n)·127 times in expectation. The
+published measure restricts c_n to the 10 distinct slots and renormalises; its entropy, averaged
+over next tokens, is ``distinct_entropy``. Entropies are in nats.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from satsim.scansnap.data import N_COMMON, Task
+from satsim.scansnap.data import Task
 
 
 def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -31,7 +31,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def token_logits(z: np.ndarray, task: Task) -> np.ndarray:
-    """Return the logits of every next token's 20 slots, (..., 2K, 20), from Z (..., K, L)."""
+    """Return the logits of every next token's slots, (..., N, n_slots), from Z (..., K, L)."""
     z = np.asarray(z, dtype=np.float64)
     queries = task.query_of(np.arange(task.n_next))
     return z[..., queries[:, None], task.slot_tokens]
@@ -44,7 +44,8 @@ def composition(z_slots: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def distinct_composition(z_slots: np.ndarray, task: Task) -> np.ndarray:
     """Return c_n restricted to the 10 distinct slots and renormalised, (..., 10)."""
-    return composition(np.asarray(z_slots)[..., N_COMMON:], task.slot_weights[N_COMMON:])
+    shared = task.n_shared
+    return composition(np.asarray(z_slots)[..., shared:], task.slot_weights[shared:])
 
 
 def distinct_entropy(z_slots: np.ndarray, task: Task) -> np.ndarray:
@@ -54,7 +55,8 @@ def distinct_entropy(z_slots: np.ndarray, task: Task) -> np.ndarray:
 
 def distinct_share(z_slots: np.ndarray, task: Task) -> np.ndarray:
     """Return the attention share on distinct tokens, averaged over next tokens (common: 1 - it)."""
-    return composition(z_slots, task.slot_weights)[..., N_COMMON:].sum(axis=-1).mean(axis=-1)
+    shared = task.n_shared
+    return composition(z_slots, task.slot_weights)[..., shared:].sum(axis=-1).mean(axis=-1)
 
 
 def total_variation(p: np.ndarray, q: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -63,7 +65,7 @@ def total_variation(p: np.ndarray, q: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def position_weights(z_slots: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Return the softmax weight of one position holding each slot, (..., B, 20), given counts."""
+    """Return the softmax weight of one position holding each slot, (..., B, J), given counts."""
     counts = np.asarray(counts)
     logits = np.where(counts > 0, np.asarray(z_slots, dtype=np.float64), -np.inf)
     top = logits.max(axis=-1, keepdims=True)

@@ -110,16 +110,16 @@ def z_by_weight(result: GridResult, path: str, n_queries: int | None = None) -> 
 
 
 def trace_figure(trace: TraceResult, path: str) -> str:
-    """Draw a trace: attention shares, three entropies, and final z against weight."""
+    """Draw a trace: attention shares, three entropies, final z by weight, the composition."""
     rows = trace.rows()
     t = np.array([row["t"] for row in rows])
-    fig = Figure(figsize=(11, 3.2), layout="constrained")
-    a, b, c = fig.subplots(1, 3)
+    fig = Figure(figsize=(14, 3.2), layout="constrained")
+    a, b, c, d = fig.subplots(1, 4)
     a.plot(t, [row["distinct_share"] for row in rows], label="distinct tokens")
     a.plot(t, [row["common_share"] for row in rows], label="common tokens")
     a.set_ylabel("share of attention")
     b.plot(t, [row["entropy_distinct"] for row in rows], label="c_n on distinct (published)")
-    b.plot(t, [row["entropy_tokens"] for row in rows], label="c_n on all 20 tokens")
+    b.plot(t, [row["entropy_tokens"] for row in rows], label="c_n on all of n's tokens")
     b.plot(t, np.array([row["entropy_positions"] for row in rows]) / np.log(127),
            label="over 127 positions / ln 127")
     b.set_ylabel("entropy (nats)")
@@ -129,14 +129,24 @@ def trace_figure(trace: TraceResult, path: str) -> str:
         ax.legend(fontsize=7)
         if len(snaps):
             ax.axvline(snaps.mean(), color="gray", ls="--", lw=1)
-    z = trace.z_slots[:, -1]                                              # (S, 2K, 20)
-    c.plot(DISTINCT_WEIGHTS, (z[..., 10:] - z[..., :10].mean(-1, keepdims=True)).mean((0, 1)),
-           "o-", ms=3)
+    z = trace.z_slots[:, -1]                                              # (S, N, slots)
+    shared = trace.runs.task.n_shared
+    c.plot(DISTINCT_WEIGHTS,
+           (z[..., shared:] - z[..., :shared].mean(-1, keepdims=True)).mean((0, 1)), "o-", ms=3)
     c.axhline(0.0, color="gray", ls=":", lw=1)
     c.set_xlabel("co-occurrence weight")
     c.set_ylabel("final z − mean common z")
+    shown = min(len(rows), 51)
+    image = d.imshow([row["composition"] for row in rows[:shown]], aspect="auto",
+                     interpolation="nearest")
+    d.axvline(shared - 0.5, color="w", ls="--", lw=1)
+    d.set_xlabel("token (shared, then distinct by weight)")
+    d.set_ylabel("iteration")
+    d.set_title("composition c_n, mean over n and seeds", fontsize=9)
+    fig.colorbar(image, ax=d)
     s = trace.runs.settings[0]
-    fig.suptitle(f"K = {trace.runs.task.n_queries}, η_Z = {s.eta_z:g}, r = {s.ratio:g}, "
+    fig.suptitle(f"{trace.name}: K = {trace.runs.task.n_queries}, η_Z = {s.eta_z:g}, "
+                 f"r = {s.ratio:g}, "
                  f"{len(trace.runs.seeds)} seeds; dashed: mean snap point", fontsize=9)
     return _save(fig, path)
 
@@ -154,6 +164,6 @@ def write_grid_plots(result: GridResult, directory: str) -> list[str]:
 def write_trace_plots(trace: TraceResult, directory: str) -> list[str]:
     """Write the trace figure and the trace arrays (.npz) into ``directory``."""
     os.makedirs(directory, exist_ok=True)
-    npz = os.path.join(directory, "scan_snap_trace.npz")
-    trace.save(npz)
-    return [trace_figure(trace, os.path.join(directory, "scan_snap_trace.png")), npz]
+    stem = os.path.join(directory, "scan_snap_fig4" if trace.name == "fig4" else "scan_snap_trace")
+    trace.save(stem + ".npz")
+    return [trace_figure(trace, stem + ".png"), stem + ".npz"]

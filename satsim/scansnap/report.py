@@ -57,18 +57,23 @@ def grid_matrix(result: GridResult, markdown: bool = False) -> list[str]:
     return [" ".join(x.rjust(w) for x, w in zip(r, widths)) for r in [head, *rows]]
 
 
-def trace_table(trace: TraceResult, every: int = 10) -> list[str]:
-    """Return the trace every ``every`` iterations (and the last), averaged over seeds."""
+def trace_table(trace: TraceResult, every: int = 10, early: int = 0) -> list[str]:
+    """Return the trace every ``every`` iterations, every other one up to ``early``, the last."""
     rows = trace.rows()
-    lines = [f"{'t':>4} {'loss':>8} {'distinct':>9} {'H(20 tok)':>9} {'H(dist)':>8} "
-             f"{'H(pos)':>7} {'change δ':>9}"]
+    lines = [f"{'t':>4} {'loss':>9} {'common':>7} {'distinct':>9} {'H(tokens)':>9} "
+             f"{'H(dist)':>8} {'H(pos)':>7} {'change δ':>9}"]
     for row in rows:
-        if row["t"] % every and row["t"] != len(rows) - 1:
+        t = row["t"]
+        if t % every and t != len(rows) - 1 and not (t <= early and t % 2 == 0):
             continue
         change = "" if row["change"] is None else f"{row['change']:.2e}"
-        lines.append(f"{row['t']:>4} {row['loss']:>8.4f} {row['distinct_share']:>9.3f} "
-                     f"{row['entropy_tokens']:>9.3f} {row['entropy_distinct']:>8.3f} "
-                     f"{row['entropy_positions']:>7.3f} {change:>9}")
+        lines.append(f"{t:>4} {row['loss']:>9.3g} {row['common_share']:>7.3f} "
+                     f"{row['distinct_share']:>9.3f} {row['entropy_tokens']:>9.3f} "
+                     f"{row['entropy_distinct']:>8.3f} {row['entropy_positions']:>7.3f} "
+                     f"{change:>9}")
+    lines.append("common / distinct: share of the query's attention on each kind of token "
+                 "(mean over next tokens and seeds); H: entropies of c_n over all of n's tokens, "
+                 "over its distinct tokens, over the 127 positions")
     snaps = trace.snap
     done = snaps[snaps >= 0]
     mean = f"{done.mean():.1f}" if len(done) else "–"

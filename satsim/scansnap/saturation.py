@@ -6,7 +6,7 @@ the logits Z[m, l] themselves, fed to ``satsim.reference.attention`` with a one-
 of 1 and keys equal to the logits (scale 1), so tie sets follow the library's default float64
 tolerance. Repeated tokens always tie exactly, so gaps are measured between *tokens*:
 
-- ``tie_gap``: best minus second-best logit among a next token's 20 tokens (0: a tie);
+- ``tie_gap``: best minus second-best logit among a next token's tokens (0: a tie);
 - ``tie_tokens``: how many of those tokens are in the tie set;
 - ``top_is_heaviest``: whether the arg-max token is the distinct token of weight 1.0;
 - on sequences: ``support`` (positions in the tie set), ``soft_support`` (exp of the entropy over
@@ -50,7 +50,7 @@ class SaturationView:
 
 
 def token_ties(z_slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return each next token's tie gap and tie-set size over its 20 tokens, (..., 2K) each."""
+    """Return each next token's tie gap and tie-set size over its tokens, (..., N) each."""
     q, k = _as_scores(z_slots)
     gaps = tie_gap(q, k, scale=1.0)[..., 0]
     sizes = tie_sets(q, k, scale=1.0)[..., 0, :].sum(axis=-1)
@@ -74,10 +74,10 @@ def sequence_ties(z_seq: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray
 def saturation_view(z: np.ndarray, task: Task, labels: np.ndarray,
                     counts: np.ndarray) -> SaturationView:
     """Compare soft and saturated attention of runs Z (C, S, K, L) on seed batches (S, B)."""
-    z_slots = measures.token_logits(z, task)                              # (C, S, 2K, 20)
+    z_slots = measures.token_logits(z, task)                              # (C, S, N, slots)
     gaps, sizes = token_ties(z_slots)
     heaviest = np.argmax(z_slots, axis=-1) == task.n_slots - 1
-    z_seq = np.take_along_axis(z_slots, labels[None, :, :, None], axis=2)  # (C, S, B, 20)
+    z_seq = np.take_along_axis(z_slots, labels[None, :, :, None], axis=2)  # (C, S, B, slots)
     seq = sequence_ties(z_seq, counts[None])
     return SaturationView(tie_gap=gaps.mean(axis=-1), tie_tokens=sizes.mean(axis=-1),
                           top_is_heaviest=heaviest.mean(axis=-1),

@@ -1,6 +1,6 @@
 """The snap point: the iteration after which the attention composition stops moving.
 
-Let c_t(n) be next token n's composition over its 20 slots after t updates (see ``measures``) and
+Let c_t(n) be next token n's composition over its slots after t updates (see ``measures``) and
 δ_t = mean over n of TV(c_t(n), c_{t-1}(n)), t = 1..T, the per-iteration change. The snap point
 is the smallest t such that δ_s < ε for every s in t+1..T: the iteration after which every
 further update moves the composition by less than ε (total variation). It is 0 when δ never
@@ -18,7 +18,7 @@ NOT_SNAPPED = -1
 
 
 def composition_change(compositions: np.ndarray) -> np.ndarray:
-    """Return δ_t, t = 1..T, from compositions (..., T+1, 2K, 20): mean TV between iterations."""
+    """Return δ_t, t = 1..T, from compositions (..., T+1, N, slots): mean TV between iterations."""
     c = np.asarray(compositions, dtype=np.float64)
     return 0.5 * np.abs(np.diff(c, axis=-3)).sum(axis=-1).mean(axis=-1)
 

@@ -17,7 +17,7 @@ import torch
 
 from satsim.errors import SatsimError
 from satsim.scansnap import measures
-from satsim.scansnap.data import Batch, Task, sample_batch
+from satsim.scansnap.data import Batch, Task, output_rows, sample_batch, targets
 from satsim.scansnap.model import run_losses
 from satsim.scansnap.sgd import BatchedSGD
 
@@ -50,13 +50,15 @@ class Runs:
     z: np.ndarray
     """Final Z, (C, S, K, L)."""
     y: np.ndarray
-    """Final Y, (C, S, 2K, L)."""
+    """Final Y, (C, S, O, L): O = M output rows (loss 'vocab') or N ('next-token')."""
     distinct_entropy: np.ndarray
     """The published measure, (C, S, T+1)."""
     distinct_share: np.ndarray
     """Attention share on distinct tokens (common share = 1 - it), (C, S, T+1)."""
     slot_entropy: np.ndarray
-    """Entropy of the composition over all 20 tokens, mean over next tokens, (C, S, T+1)."""
+    """Entropy of the composition over all of n's tokens, mean over next tokens, (C, S, T+1)."""
+    composition: np.ndarray
+    """Composition c_n by slot, mean over next tokens, (C, S, T+1, n_slots)."""
     position_entropy: np.ndarray
     """Entropy of the attention over the 127 positions, mean over the batch, (C, S, T+1)."""
     loss: np.ndarray
@@ -64,9 +66,11 @@ class Runs:
     change: np.ndarray
     """Per-iteration composition change δ_t, t = 1..T, (C, S, T)."""
     eval_counts: np.ndarray
-    """Slot counts of the scoring batch T, (S, B, 20)."""
+    """Slot counts of the scoring batch T, (S, B, n_slots)."""
     eval_labels: np.ndarray
     """Next tokens of the scoring batch T, (S, B)."""
+    loss_kind: str = "vocab"
+    """Which outputs the decoder and the cross-entropy cover (see ``LOSSES``)."""
     z_history: np.ndarray | None = None
     """Z after every iteration, (C, S, T+1, K, L), when asked for."""
 
@@ -86,17 +90,20 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def initial_parameters(task: Task, seed: int, zero: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Return (Z, Y), float64 (K, L) and (2K, L): zeros, or PyTorch's default Linear init.
+def initial_parameters(task: Task, seed: int, zero: bool = False,
+                       loss: str = "vocab") -> tuple[np.ndarray, np.ndarray]:
+    """Return (Z, Y), float64 (K, L) and (O, L): zeros, or the authors' nn.Linear(M, M) init.
 
-    nn.Linear draws weights from U(-1/√fan_in, 1/√fan_in); both Z (a Linear from the context
-    one-hot to the K queries' logits) and Y (from f to the 2K next tokens) have fan_in L.
+    The authors' Z and Y are both nn.Linear(M, M), whose weights PyTorch draws i.i.d. from
+    U(-1/√M, 1/√M); the entries that can matter (Z's query rows and both matrices' context
+    columns) are drawn here from that distribution, for either loss.
     """
-    shape_z, shape_y = (task.n_queries, task.n_context), (task.n_next, task.n_context)
+    shape_z = (task.n_queries, task.n_context)
+    shape_y = (output_rows(task, loss), task.n_context)
     if zero:
         return np.zeros(shape_z), np.zeros(shape_y)
     rng = np.random.default_rng([_INIT_STREAM, task.n_queries, seed])
-    bound = 1.0 / np.sqrt(task.n_context)
+    bound = 1.0 / np.sqrt(task.n_vocab)
     return rng.uniform(-bound, bound, shape_z), rng.uniform(-bound, bound, shape_y)
 
 
@@ -107,7 +114,7 @@ def seed_batches(task: Task, seed: int, iters: int, batch: int) -> list[Batch]:
 
 
 def data_stream(task: Task, seed: int, iters: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return the labels (T+1, B) and slot counts (T+1, B, 20) of a seed's batches 0..T."""
+    """Return the labels (T+1, B) and slot counts (T+1, B, n_slots) of a seed's batches 0..T."""
     batches = seed_batches(task, seed, iters, batch)
     return (np.stack([b.next_tokens for b in batches]),
             np.stack([b.slot_counts(task) for b in batches]))
@@ -130,20 +137,21 @@ class _Recorder:
     def __init__(self, task: Task, keep_z: bool) -> None:
         self.task, self.keep_z = task, keep_z
         self.rows: dict[str, list[np.ndarray]] = {k: [] for k in (
-            "distinct_entropy", "distinct_share", "slot_entropy", "position_entropy", "loss",
-            "change", "z")}
+            "distinct_entropy", "distinct_share", "slot_entropy", "composition",
+            "position_entropy", "loss", "change", "z")}
         self.previous: np.ndarray | None = None
 
     def record(self, z: np.ndarray, loss: np.ndarray, labels: np.ndarray,
                counts: np.ndarray) -> None:
-        """Measure Z (C, S, K, L) with this batch's labels (S, B) and counts (S, B, 20)."""
+        """Measure Z (C, S, K, L) with this batch's labels (S, B) and counts (S, B, slots)."""
         task = self.task
-        z_slots = measures.token_logits(z, task)                              # (C, S, 2K, 20)
+        z_slots = measures.token_logits(z, task)                              # (C, S, N, slots)
         comp = measures.composition(z_slots, task.slot_weights)
         rows = self.rows
         rows["distinct_entropy"].append(measures.distinct_entropy(z_slots, task))
         rows["distinct_share"].append(measures.distinct_share(z_slots, task))
         rows["slot_entropy"].append(measures.entropy(comp).mean(axis=-1))
+        rows["composition"].append(comp.mean(axis=-2))
         per_sequence = np.take_along_axis(z_slots, labels[None, :, :, None], axis=2)
         rows["position_entropy"].append(
             measures.position_entropy(per_sequence, counts).mean(axis=-1))
@@ -160,13 +168,13 @@ class _Recorder:
 
 
 def train(task: Task, settings: Sequence[Setting], seeds: Sequence[int], *, iters: int = 100,
-          batch: int = 128, zero_init: bool = False, device: str = "cpu",
+          batch: int = 128, zero_init: bool = False, loss: str = "vocab", device: str = "cpu",
           keep_z: bool = False, on_step: Callable[[int], None] | None = None) -> Runs:
     """Train every (setting, seed) run for ``iters`` SGD steps in one batched loop (float64)."""
     _check(settings, seeds, iters, batch)
     dev = resolve_device(device)
     C = len(settings)
-    inits = [initial_parameters(task, seed, zero_init) for seed in seeds]
+    inits = [initial_parameters(task, seed, zero_init, loss) for seed in seeds]
     z = torch.tensor(np.stack([i[0] for i in inits]), dtype=torch.float64, device=dev)
     y = torch.tensor(np.stack([i[1] for i in inits]), dtype=torch.float64, device=dev)
     z = z.expand(C, *z.shape).clone().requires_grad_(True)
@@ -177,13 +185,16 @@ def train(task: Task, settings: Sequence[Setting], seeds: Sequence[int], *, iter
 
     streams = [data_stream(task, seed, iters, batch) for seed in seeds]
     labels_all = np.stack([s[0] for s in streams], axis=1)                    # (T+1, S, B)
-    counts_all = np.stack([s[1] for s in streams], axis=1)                    # (T+1, S, B, 20)
+    counts_all = np.stack([s[1] for s in streams], axis=1)                    # (T+1, S, B, J)
+    targets_all = targets(task, labels_all, loss)
     slot_tokens = torch.tensor(task.slot_tokens, device=dev)
     recorder = _Recorder(task, keep_z)
     for t in range(iters + 1):
         labels = torch.tensor(labels_all[t], device=dev)
         counts = torch.tensor(counts_all[t], dtype=torch.float64, device=dev)
-        losses = run_losses(z, y, labels // 2, slot_tokens[labels], counts, labels)
+        losses = run_losses(z, y, torch.tensor(task.query_of(labels_all[t]), device=dev),
+                            slot_tokens[labels], counts,
+                            torch.tensor(targets_all[t], device=dev))
         recorder.record(z.detach().cpu().numpy().copy(), losses.detach().cpu().numpy(),
                         labels_all[t], counts_all[t])
         if t == iters:
@@ -197,7 +208,8 @@ def train(task: Task, settings: Sequence[Setting], seeds: Sequence[int], *, iter
                 distinct_entropy=recorder.stacked("distinct_entropy"),
                 distinct_share=recorder.stacked("distinct_share"),
                 slot_entropy=recorder.stacked("slot_entropy"),
+                composition=recorder.stacked("composition"),
                 position_entropy=recorder.stacked("position_entropy"),
                 loss=recorder.stacked("loss"), change=recorder.stacked("change"),
-                eval_counts=counts_all[iters], eval_labels=labels_all[iters],
+                eval_counts=counts_all[iters], eval_labels=labels_all[iters], loss_kind=loss,
                 z_history=recorder.stacked("z") if keep_z else None)
