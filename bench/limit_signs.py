@@ -105,21 +105,23 @@ def cost(repeats: int = 5) -> dict:
                            positional="learned", n_ctx=512)
         strings = ["".join(rng.choice(["a", "b"], int(rng.integers(1, 257)))) for _ in range(400)]
         plain = [s for s, e in zip(strings, limit_signs(spec, strings).exact) if not e]
-        simulator = Simulator(limit(spec))
-        simulator.logits(plain[:2])
-        times = {"plain": [], "limit_signs": []}
+        runs = {"plain": Simulator(limit(spec)).logits,
+                "plain_layer_by_layer": Simulator(limit(spec), fused=False).logits,
+                "limit_signs": lambda strings, spec=spec: limit_signs(spec, strings)}
+        for fn in runs.values():
+            fn(plain[:2])
+        times = {name: [] for name in runs}
         for _ in range(repeats):  # interleaved
-            for name in times:
+            for name, fn in runs.items():
                 start = time.perf_counter()
-                if name == "plain":
-                    simulator.logits(plain)
-                else:
-                    limit_signs(spec, plain)
+                fn(plain)
                 times[name].append(time.perf_counter() - start)
         med = {k: float(np.median(v)) for k, v in times.items()}
         out.append({"norm": norm, "strings": len(plain), "tokens": sum(map(len, plain)),
-                    "plain_s": med["plain"], "limit_signs_s": med["limit_signs"],
-                    "ratio": med["limit_signs"] / med["plain"]})
+                    **{f"{k}_s": v for k, v in med.items()},
+                    "ratio_to_fused": med["limit_signs"] / med["plain"],
+                    "ratio_to_layer_by_layer": med["limit_signs"] / med["plain_layer_by_layer"],
+                    "load": os.getloadavg()[0]})
         print(out[-1], flush=True)
     return {"rows": out}
 
@@ -128,8 +130,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--strings", type=int, default=40)
+    parser.add_argument("--cost-only", action="store_true", help="Skip the correctness part.")
     args = parser.parse_args()
     import_torch(threads=1)
+    if args.cost_only:
+        print({"machine": machine(), "cost": cost()})
+        return
     result = {"machine": machine(), "correctness": correctness(args.seeds, args.strings),
               "cost": cost(), "load_after": os.getloadavg()[0]}
     c = result["correctness"]

@@ -76,38 +76,45 @@ def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
 
 
 def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.ndarray,
-                     causal: bool, tolerance: tuple[float, float], bound: float) -> bool:
+                     causal: bool, tolerance: tuple[float, float]) -> bool:
     """Whether some tie set of one string holds keys whose input rows differ.
 
     Keys with equal input rows have equal values at the top degree, so however lower-order terms
-    split or weight them, the top-degree output (their common value) is unchanged.
+    split or weight them, the top-degree output (their common value) is unchanged. Rows count
+    as equal only when they are equal bit for bit.
     """
+    tied = live[:, None] & (layer.tie_size[:, :n] > 1)
+    if not tied.any():
+        return False
+    rows = np.ascontiguousarray(inputs[:n])
+    as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, row_class = np.unique(as_bytes, return_inverse=True)
     atol, rtol = tolerance
-    rows = inputs[:n]
-    scale = max(np.abs(rows).max(initial=0.0), bound)
-    for head in np.flatnonzero(live):
-        for query in np.flatnonzero(layer.tie_size[head, :n] > 1):
-            allowed = query + 1 if causal else n
-            scores = layer.keys[head, :allowed] @ layer.queries[head, query]
-            best = scores.max()
-            members = rows[:allowed][scores >= best - 2 * (atol + rtol * abs(best))
-                                     * np.sqrt(layer.queries.shape[-1])]
-            if np.abs(members - members[0]).max() > VANISHING * scale:
-                return True
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    for head in np.flatnonzero(tied.any(axis=1)):
+        queries = np.flatnonzero(tied[head])
+        scores = layer.queries[head, queries] @ layer.keys[head, :n].T / np.sqrt(
+            layer.queries.shape[-1])
+        scores = np.where(allowed[queries], scores, -np.inf)
+        best = scores.max(axis=1, keepdims=True)
+        members = scores >= best - 2 * (atol + rtol * np.abs(best))
+        lowest = np.where(members, row_class[None], n).min(axis=1)
+        highest = np.where(members, row_class[None], -1).max(axis=1)
+        if (lowest != highest).any():
+            return True
     return False
 
 
-def _vanishing_rows(x: np.ndarray, n: int, bound: float) -> bool:
-    """Whether a LayerNorm input row of one string centres to (rounding-level) zero.
+def _vanishing_rows(x: np.ndarray, bound: float) -> np.ndarray:
+    """Per row of a (B, T, d) LayerNorm input: whether it centres to (rounding-level) zero.
 
     Rounding-level means small beside the row itself, beside the string's largest row, or
     beside ``bound``, an a-priori bound on any row at that point of the network.
     """
-    rows = x[:n]
-    centred = np.linalg.norm(rows - rows.mean(axis=-1, keepdims=True), axis=-1)
-    norms = np.linalg.norm(rows, axis=-1)
-    scale = np.maximum(np.maximum(norms, norms.max(initial=0.0)), bound)
-    return bool((centred <= VANISHING * scale).any())
+    centred = np.linalg.norm(x - x.mean(axis=-1, keepdims=True), axis=-1)
+    norms = np.linalg.norm(x, axis=-1)
+    scale = np.maximum(np.maximum(norms, norms.max(axis=-1, keepdims=True)), bound)
+    return centred <= VANISHING * scale
 
 
 def _norm(array: np.ndarray | None) -> float:
@@ -117,12 +124,12 @@ def _norm(array: np.ndarray | None) -> float:
     return float(np.linalg.norm(array, 2 if array.ndim == 2 else None))
 
 
-def row_bounds(spec: ModelSpec, length: int) -> tuple[list[float], list[float], np.ndarray]:
+def row_bounds(spec: ModelSpec, length: int) -> tuple[list[float], np.ndarray]:
     """A-priori bounds on row norms of a (leading-order) network on strings of ``length`` tokens.
 
-    Returns bounds on every LayerNorm input (in order), on every attention sublayer's input
-    stream, and on each readout logit. A computed value far below its bound that should be zero
-    is rounding: cancellations leave about 1e-16 of the bound, never 1e-9 of it.
+    Returns bounds on every LayerNorm input (in order) and on each readout logit. A computed
+    value that should be zero is rounding: cancellations leave about 1e-16 of the bound, never
+    1e-9 of it.
     """
     def norm_out(ln) -> float:
         d = spec.d_model
@@ -132,13 +139,11 @@ def row_bounds(spec: ModelSpec, length: int) -> tuple[list[float], list[float], 
     positions = positional_vectors(spec, length)
     if positions is not None:
         bound += float(np.linalg.norm(positions, axis=1).max())
-    norms, attention_inputs = [], []
+    norms = []
     for layer, block in enumerate(spec.blocks):
         for kind, sub, ln in (("attn", block.attn, block.ln1), ("mlp", block.mlp, block.ln2)):
             if sub is None:
                 continue
-            if kind == "attn":
-                attention_inputs.append(bound)
             inner = bound
             if spec.norm == "pre":
                 norms.append(bound)
@@ -159,7 +164,7 @@ def row_bounds(spec: ModelSpec, length: int) -> tuple[list[float], list[float], 
         bound = norm_out(spec.ln_final)
     out = spec.output
     logits = np.linalg.norm(out.W_U, axis=0) * bound + (0 if out.b_U is None else np.abs(out.b_U))
-    return norms, attention_inputs, logits
+    return norms, logits
 
 
 class _Checker:
@@ -178,33 +183,33 @@ class _Checker:
         """Readout signs of the leading-order network, and per string why it cannot be trusted."""
         norm_inputs: list[np.ndarray] = []
         run = forward_batch(self.spec, ids, self.settings, trace=True, norm_inputs=norm_inputs)
-        self.norm_bounds, self.input_bounds, self.logit_bounds = row_bounds(
-            self.spec, max(len(seq) for seq in ids))
-        signs, reasons = [], []
-        last = self.spec.output.readout == "last"
-        for row, seq in enumerate(ids):
-            n = len(seq)
-            logits = run.logits[row, :n]
-            vanished = np.abs(logits) <= VANISHING * self.logit_bounds[None]
-            signs.append(np.sign(logits[-1] if last else logits))
-            reasons.append(self._reason(run, norm_inputs, row, n,
-                                        vanished[-1:] if last else vanished))
-        return signs, reasons
-
-    def _reason(self, run, norm_inputs: list[np.ndarray], row: int, n: int,
-                vanished: np.ndarray) -> str:
-        if vanished.any():
-            return "a readout logit is zero at the top degree"
-        if any(_vanishing_rows(x[row], n, bound)
-               for x, bound in zip(norm_inputs, self.norm_bounds)):
-            return "a LayerNorm input centres to zero at the top degree"
+        lengths = np.array([len(seq) for seq in ids])
+        valid = np.arange(run.logits.shape[1])[None, :] < lengths[:, None]
+        norm_bounds, logit_bounds = row_bounds(self.spec, int(lengths.max()))
+        reasons = np.full(len(ids), "", dtype=object)
+        if self.spec.output.readout == "last":
+            readout = run.logits[np.arange(len(ids)), lengths - 1]
+            signs = list(np.sign(readout))
+            vanished = (np.abs(readout) <= VANISHING * logit_bounds).any(axis=-1)
+        else:
+            signs = [np.sign(run.logits[row, :n]) for row, n in enumerate(lengths)]
+            vanished = ((np.abs(run.logits) <= VANISHING * logit_bounds) & valid[..., None]).any(
+                axis=(1, 2))
+        reasons[vanished] = "a readout logit is zero at the top degree"
+        for x, bound in zip(norm_inputs, norm_bounds):
+            flat = _vanishing_rows(x, bound) & valid
+            reasons[(reasons == "") & flat.any(axis=1)] = (
+                "a LayerNorm input centres to zero at the top degree")
         for index, (layer, inputs) in enumerate(zip(run.layers, self._attention_inputs(run))):
-            trace = LayerTrace(*(getattr(layer, f)[row] for f in layer.__dataclass_fields__))
-            if _splittable_ties(trace, inputs[row], n, ~self.exempt[index], self.causal[index],
-                                self.tolerance, self.input_bounds[index]):
-                return (f"a tie set at attention layer {index} holds keys that lower-order "
-                        "terms may tell apart")
-        return ""
+            live = ~self.exempt[index]
+            tied = ((layer.tie_size > 1) & live[None, :, None] & valid[:, None, :]).any(axis=(1, 2))
+            for row in np.flatnonzero(tied & (reasons == "")):
+                trace = LayerTrace(*(getattr(layer, f)[row] for f in layer.__dataclass_fields__))
+                if _splittable_ties(trace, inputs[row], lengths[row], live, self.causal[index],
+                                    self.tolerance):
+                    reasons[row] = (f"a tie set at attention layer {index} holds keys that "
+                                    "lower-order terms may tell apart")
+        return signs, list(reasons)
 
     def _attention_inputs(self, run) -> list[np.ndarray]:
         """The residual stream entering each attention sublayer (before its pre-LayerNorm)."""
