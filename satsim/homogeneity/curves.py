@@ -8,12 +8,17 @@ authors' grid. Over seeds: the mean, the minimum and the maximum at each c.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from satsim.homogeneity.encoders import EncoderSizes, random_encoder
+from satsim.saturation.measures import flat_cosine
+
+if TYPE_CHECKING:
+    from satsim.soft import SoftTransformer
 
 SCALES = tuple(float(c) for c in np.linspace(1, 10, 20))
 """The authors' grid of c (``np.linspace(1, 10, 20)``)."""
@@ -22,16 +27,16 @@ REFERENCE_C = 1000.0
 
 
 @dataclass(frozen=True)
-class Model:
+class Variant:
     """One curve's model: its arrangement and attention mask."""
 
     arrangement: str  # post: LN(x + f(x)); pre: x + f(LN x), final LN; ln-of-branch: LN(f(x)) + x
     mask: str  # multiplicative (future scores × 0), causal, bidirectional
 
 
-PROTOCOLS: dict[str, tuple[Model, ...]] = {
-    "authors": (Model("post", "multiplicative"), Model("ln-of-branch", "multiplicative")),
-    "standard": tuple(Model(arrangement, mask) for arrangement in ("post", "pre")
+PROTOCOLS: dict[str, tuple[Variant, ...]] = {
+    "authors": (Variant("post", "multiplicative"), Variant("ln-of-branch", "multiplicative")),
+    "standard": tuple(Variant(arrangement, mask) for arrangement in ("post", "pre")
                       for mask in ("causal", "bidirectional")),
 }
 
@@ -53,15 +58,16 @@ class Curve:
         return asdict(self)
 
 
-def build_twin(model: Model, sizes: EncoderSizes, seed: int, device: str, dtype: str):
+def build_twin(variant: Variant, sizes: EncoderSizes, seed: int, device: str,
+               dtype: str) -> SoftTransformer:
     """The soft twin (or the authors' variant of it) of the seed's random encoder."""
     from satsim.homogeneity.authors import AuthorsTwin
     from satsim.soft import SoftTransformer
 
-    norm = "pre" if model.arrangement == "pre" else "post"
-    spec = random_encoder(sizes, seed, norm=norm, causal=model.mask != "bidirectional")
-    if model.mask == "multiplicative":
-        return AuthorsTwin(spec, arrangement=model.arrangement, device=device, dtype=dtype)
+    norm = "pre" if variant.arrangement == "pre" else "post"
+    spec = random_encoder(sizes, seed, norm=norm, causal=variant.mask != "bidirectional")
+    if variant.mask == "multiplicative":
+        return AuthorsTwin(spec, arrangement=variant.arrangement, device=device, dtype=dtype)
     return SoftTransformer(spec, device=device, dtype=dtype)
 
 
@@ -72,25 +78,19 @@ def random_sequences(sizes: EncoderSizes, seed: int) -> list[str]:
     return ["".join(str(t) for t in row) for row in tokens]
 
 
-def pooled_cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """Cosine of two outputs, each flattened over sequences, positions and dimensions."""
-    from satsim.saturation.measures import flat_cosine
-
-    return flat_cosine(a, b)
-
-
-def seed_curve(model: Model, sizes: EncoderSizes, seed: int, scales=SCALES,
+def seed_curve(variant: Variant, sizes: EncoderSizes, seed: int,
+               scales: Sequence[float] = SCALES,
                reference: float = REFERENCE_C, *, device: str = "auto",
                dtype: str = "float64") -> list[float]:
     """One seed's curve: pooled output cosine at each c against ``reference``."""
-    twin = build_twin(model, sizes, seed, device, dtype)
+    twin = build_twin(variant, sizes, seed, device, dtype)
     strings = random_sequences(sizes, seed)
 
     def output(c: float) -> np.ndarray:
         return twin.scaled(c).run(strings).final.double().cpu().numpy()
 
     target = output(reference)
-    return [pooled_cosine(output(c), target) for c in scales]
+    return [flat_cosine(output(c), target) for c in scales]  # pooled over the whole batch
 
 
 def homogeneity_curves(protocol: str, seeds: int, sizes: EncoderSizes | None = None, *,
@@ -103,14 +103,14 @@ def homogeneity_curves(protocol: str, seeds: int, sizes: EncoderSizes | None = N
     if seeds < 1:
         raise ValueError("give at least one seed")
     curves = []
-    for model in PROTOCOLS[protocol]:
+    for variant in PROTOCOLS[protocol]:
         runs = []
         for seed in range(first_seed, first_seed + seeds):
-            runs.append(seed_curve(model, sizes, seed, device=device, dtype=dtype))
+            runs.append(seed_curve(variant, sizes, seed, device=device, dtype=dtype))
             if on_curve is not None:
                 on_curve()
         table = np.array(runs)
-        curves.append(Curve(model.arrangement, model.mask, list(SCALES),
+        curves.append(Curve(variant.arrangement, variant.mask, list(SCALES),
                             table.mean(axis=0).tolist(), table.min(axis=0).tolist(),
                             table.max(axis=0).tolist(), runs))
     return curves
