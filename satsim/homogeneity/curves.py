@@ -66,8 +66,9 @@ def build_twin(variant: Variant, sizes: EncoderSizes, seed: int, device: str,
 
     norm = "pre" if variant.arrangement == "pre" else "post"
     spec = random_encoder(sizes, seed, norm=norm, causal=variant.mask != "bidirectional")
-    if variant.mask == "multiplicative":
-        return AuthorsTwin(spec, arrangement=variant.arrangement, device=device, dtype=dtype)
+    if variant.mask == "multiplicative" or variant.arrangement == "ln-of-branch":
+        return AuthorsTwin(spec, arrangement=variant.arrangement, device=device, dtype=dtype,
+                           multiplicative_mask=variant.mask == "multiplicative")
     return SoftTransformer(spec, device=device, dtype=dtype)
 
 
