@@ -10,7 +10,7 @@ from helpers import run_satsim
 from satsim.errors import SatsimError
 from satsim.homogeneity import PROTOCOLS, SCALES, EncoderSizes, random_encoder
 from satsim.homogeneity.authors import AuthorsTwin
-from satsim.homogeneity.curves import random_sequences, seed_curve
+from satsim.homogeneity.curves import Variant, random_sequences, seed_curve
 from satsim.soft import SoftTransformer
 
 TINY = EncoderSizes(layers=2, d_model=12, heads=3, d_ff=8, length=6, sequences=3)
@@ -84,7 +84,8 @@ def test_the_authors_model_has_no_spec_and_refuses_padding():
 
 
 def test_every_curve_reaches_one_at_the_reference_and_rises_from_c_one():
-    for model in PROTOCOLS["authors"] + PROTOCOLS["standard"]:
+    ablation = Variant("ln-of-branch", "causal")  # the authors' arrangement, correctly masked
+    for model in (*PROTOCOLS["authors"], *PROTOCOLS["standard"], ablation):
         at_one, at_ten, at_ref = seed_curve(model, TINY, 1, scales=[1.0, 10.0, 1000.0],
                                             device="cpu")
         assert abs(at_ref - 1.0) < 1e-12 and at_one < at_ten < 1.0, model
