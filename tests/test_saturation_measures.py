@@ -3,7 +3,7 @@
 import numpy as np
 from helpers import random_spec
 
-from bench.homogeneity import random_encoder
+from satsim.homogeneity import EncoderSizes, random_encoder
 from satsim.saturation.measures import (
     flat_cosine,
     homogeneity_curve,
@@ -32,8 +32,9 @@ def test_representation_similarity_is_one_at_c_one_and_the_embedding_stays_linea
 def test_a_tiny_homogeneity_experiment_rises_toward_the_reference():
     strings = ["0123456789", "9876543210", "5555512345"]
     scales = [1.0, 2.0, 5.0, 10.0, 1000.0]
+    sizes = EncoderSizes(layers=2, d_model=32, heads=4, d_ff=16)
     for norm in ("post", "pre"):
-        for biases in (True, False):
-            spec = random_encoder(norm, biases, layers=2, d_model=32, heads=4, d_mlp=16, seed=0)
+        for causal in (True, False):
+            spec = random_encoder(sizes, 0, norm=norm, causal=causal)
             curve = homogeneity_curve(spec, strings, scales, 1000.0, device="cpu")
-            assert curve[0] < curve[3] < 1.0 and abs(curve[-1] - 1.0) < 1e-12, (norm, biases)
+            assert curve[0] < curve[3] < 1.0 and abs(curve[-1] - 1.0) < 1e-12, (norm, causal)

@@ -176,12 +176,16 @@ class SoftTransformer(nn.Module):
         allowed = key_mask[:, None, None, :]
         if self.spec.blocks[layer].attn.causal:
             allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
-        scores = hook(f"{p}.hook_attn_scores", scores.masked_fill(~allowed, -math.inf))
+        scores = hook(f"{p}.hook_attn_scores", self._mask_scores(scores, allowed))
         pattern = hook(f"{p}.hook_pattern", torch.softmax(beta * scores, dim=-1))
         z = pattern @ v
         hook(f"{p}.hook_z", z.transpose(1, 2))
         out = torch.einsum("bhte,hed->btd", z, attn.W_O)
         return out if attn.get("b_O") is None else out + attn.b_O
+
+    def _mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
+        """Exclude the keys that are not allowed (score −∞, so weight 0)."""
+        return scores.masked_fill(~allowed, -math.inf)
 
     def _feed_forward(self, x: Tensor, layer: int, hook) -> Tensor:
         mlp, p = self.blocks[layer].mlp, f"blocks.{layer}.mlp"
