@@ -150,6 +150,11 @@ def test_the_ray_engine_without_ray_is_one_line_naming_the_extra(tmp_path):
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
+def metric_lines(root) -> int:
+    """How many metrics rows the runs under ``root`` have logged so far."""
+    return sum(len(path.read_text().splitlines()) for path in root.glob("runs/*/metrics.jsonl"))
+
+
 def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tmp_path):
     """SIGKILL `satsim sweep` at random moments; reruns end bit-identical, other plans refused."""
     settings = {**TINY, "steps": 60, "checkpoint_every": 10, "log_every": 5}
@@ -161,17 +166,18 @@ def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tm
     args = [sys.executable, "-c", code, "sweep", "--out", str(cut), "--seed", "0,1",
             *[f"--set={k}={v}" for k, v in settings.items() if k != "seed"]]
     moments = random.Random(17)
-    for _ in range(4):
+    for _ in range(4):  # each kill lands after some progress, at a random moment after it
+        logged = metric_lines(cut)
         process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(moments.uniform(1.5, 5.0))
+        while metric_lines(cut) <= logged and process.poll() is None:
+            time.sleep(0.02)
+        time.sleep(moments.uniform(0.0, 1.0))
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
-        if cut.exists():  # a different plan is refused whatever state the kill left
-            before = folder_state(cut)
-            other = subprocess.run([*args, "--set", "d_model=12"], capture_output=True,
-                                   text=True)
-            assert other.returncode == 2 and "holds another sweep" in other.stderr
-            assert folder_state(cut) == before
+        before = folder_state(cut)  # a different plan is refused whatever state the kill left
+        other = subprocess.run([*args, "--set", "d_model=12"], capture_output=True, text=True)
+        assert other.returncode == 2 and "holds another sweep" in other.stderr
+        assert folder_state(cut) == before
     finished = subprocess.run(args, capture_output=True, text=True)
     assert finished.returncode == 0, finished.stderr
     rows = [json.loads(line) for line in (cut / "results.jsonl").read_text().splitlines()]
