@@ -41,10 +41,11 @@ def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
              max_retries: int = RETRIES) -> Iterator[dict]:
     """Rows of the planned runs as their Ray tasks finish, in any order.
 
-    Each task is named ``satsim-run-NAME`` (its worker's process title reads ``ray::satsim-run-
-    NAME`` while it runs). A task that Ray gave up on (its worker died ``max_retries`` + 1
-    times, or it raised) gives a row with ``error``. Tasks still pending when the driver stops
-    are cancelled; their runs resume from their checkpoints next time.
+    Each task is named ``satsim-run-NAME`` (its worker's process title reads
+    ``ray::satsim-run-NAME`` while it runs). A task that Ray gave up on gives a row with
+    ``error``: its worker died ``max_retries`` + 1 times, or it raised an internal error (the row
+    then keeps the remote ``traceback``). Tasks still pending when the driver stops are
+    cancelled; their runs resume from their checkpoints next time.
     """
     started = connect(address)
     pending = {}
@@ -60,6 +61,10 @@ def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
             planned = pending.pop(done[0])
             try:
                 yield ray.get(done[0])
+            except ray.exceptions.RayTaskError as error:  # an internal error: keep its traceback
+                cause = error.cause
+                yield {**failed_row(planned, f"internal error: {type(cause).__name__}: {cause}"),
+                       "traceback": str(error)}
             except ray.exceptions.RayError as error:
                 yield failed_row(planned, f"Ray gave up on it: {str(error).splitlines()[0]}")
     finally:
