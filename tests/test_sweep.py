@@ -166,7 +166,7 @@ def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tm
     args = [sys.executable, "-c", code, "sweep", "--out", str(cut), "--seed", "0,1",
             *[f"--set={k}={v}" for k, v in settings.items() if k != "seed"]]
     moments = random.Random(17)
-    for _ in range(4):  # each kill lands after some progress, at a random moment after it
+    for _ in range(3):  # each kill lands after some progress, at a random moment after it
         logged = metric_lines(cut)
         process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while metric_lines(cut) <= logged and process.poll() is None:
