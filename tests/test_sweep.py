@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +50,16 @@ def test_a_sweep_runs_every_config_skips_finished_runs_and_collects(tmp_path):
     assert collect(tmp_path) == rows
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert [json.loads(line)["name"] for line in lines] == ["s0", "s1"]
+
+
+def test_collect_reads_rows_returned_to_the_driver_or_else_the_run_folders(tmp_path):
+    configs = plan(TINY, {"seed": [0, 1]})
+    rows = run_sweep(configs, tmp_path / "driver")
+    shutil.copytree(tmp_path / "driver", tmp_path / "elsewhere")
+    shutil.rmtree(tmp_path / "driver" / "runs")  # runs trained on other nodes, no shared disk
+    assert collect(tmp_path / "driver") == rows
+    shutil.rmtree(tmp_path / "elsewhere" / "results")  # runs mapped by another engine
+    assert collect(tmp_path / "elsewhere") == rows
 
 
 def test_cli_plans_runs_and_refuses_bad_grids(tmp_path):
