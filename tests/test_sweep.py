@@ -100,7 +100,12 @@ def same_weights(a, b) -> bool:
 
 
 def test_a_sweep_folder_refuses_another_plan_before_writing_anything(tmp_path):
-    run_sweep(plan(TINY, {"seed": [0, 1]}), tmp_path)
+    rows = run_sweep(plan(TINY, {"seed": [0, 1]}), tmp_path)
+    held = json.loads((tmp_path / "plan.json").read_text())
+    for planned in held:  # as written before the dtype setting existed: the same plan
+        del planned["settings"]["dtype"]
+    (tmp_path / "plan.json").write_text(json.dumps(held))
+    assert run_sweep(plan(TINY, {"seed": [0, 1]}), tmp_path) == rows
     before = folder_state(tmp_path)
     other_steps = plan({**TINY, "steps": 18}, {"seed": [0, 1]})
     with pytest.raises(SatsimError, match="holds another sweep .run s0 has steps=12, not 18"):

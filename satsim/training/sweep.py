@@ -72,30 +72,27 @@ def _read_json(path: Path):
         raise SatsimError(f"cannot read {path} ({error}); move it away to go on") from None
 
 
-def _difference(held: list, configs: list[dict]) -> str:
-    """The first way the plan held in a sweep folder differs from the new one, in words."""
+def _plan_difference(held, configs: list[dict]) -> str | None:
+    """How the plan held in a sweep folder differs from the new one, in words (None: it is it).
+
+    Settings are compared with defaults filled in, so a plan written before a setting existed
+    still matches when the new setting is at its default.
+    """
     if not isinstance(held, list) or not all(isinstance(c, dict) for c in held):
         return "its plan.json is not a list of runs"
     old_names = [c.get("name") for c in held]
-    new_names = [c["name"] for c in configs]
-    if old_names != new_names:
+    if old_names != [c["name"] for c in configs]:
         return f"it plans runs {', '.join(map(str, old_names))}"
     for old, new in zip(held, configs):
-        before = _settings(old.get("settings", {})) or {}
+        before = _settings(old.get("settings", {}))
+        if before is None:
+            return f"run {new['name']} has settings this version does not know"
         after = _settings(new["settings"])
-        changed = [key for key in after if before.get(key) != after[key]]
+        changed = [key for key in after if before[key] != after[key]]
         if changed:
             key = changed[0]
-            return f"run {new['name']} has {key}={before.get(key)!r}, not {after[key]!r}"
-    return "its plan.json differs"
-
-
-def _same_plan(held: list, configs: list[dict]) -> bool:
-    """Whether a held plan is the new one (settings compared with defaults filled in)."""
-    return (isinstance(held, list) and len(held) == len(configs)
-            and all(isinstance(old, dict) and old.get("name") == new["name"]
-                    and _settings(old.get("settings", {})) == _settings(new["settings"])
-                    for old, new in zip(held, configs)))
+            return f"run {new['name']} has {key}={before[key]!r}, not {after[key]!r}"
+    return None
 
 
 def check_plan(configs: list[dict], root: str | Path) -> None:
@@ -106,9 +103,9 @@ def check_plan(configs: list[dict], root: str | Path) -> None:
     """
     root = Path(root)
     if (root / "plan.json").exists():
-        held = _read_json(root / "plan.json")
-        if not _same_plan(held, configs):
-            raise SatsimError(f"{root} holds another sweep ({_difference(held, configs)}); "
+        difference = _plan_difference(_read_json(root / "plan.json"), configs)
+        if difference is not None:
+            raise SatsimError(f"{root} holds another sweep ({difference}); "
                               "rerun it with its own options, or choose another --out")
     for planned in configs:
         wanted = _settings(planned["settings"])
