@@ -1,9 +1,10 @@
 """Speed-up of `satsim sweep --engine ray` over one process for a sweep of 8 short runs.
 
 Run: python bench/sweep_ray.py [--steps 300] [--cpus 2] [--repeats 1]
-Times the same plan (8 seeds of a small Dyck-1 model) three ways into fresh folders: the local
-engine in this process (one torch thread), and the Ray engine on a local cluster of ``--cpus``
-CPUs (one CPU and one torch thread per run), both including and excluding the cluster's start.
+Times the same plan (8 seeds of a small Dyck-1 model) into fresh folders with the local engine in
+this process (one torch thread) and with the Ray engine on a local cluster of ``--cpus`` CPUs
+(one CPU and one torch thread per run), including and excluding the cluster's start, alternating
+which goes first; prints the best of ``--repeats`` and the runs' summed training time.
 Checks that the two tables agree (all but the timings), and writes bench/results/sweep_ray.json
 with the 1-minute load average before and after (other jobs may share the machine).
 """
@@ -40,22 +41,26 @@ def main() -> None:
     configs = plan(base, {"seed": list(range(8))})
     load_before = os.getloadavg()[0]
     times: dict[str, list[float]] = {"local": [], "ray": [], "ray_with_start": []}
+    training: dict[str, list[float]] = {"local": [], "ray": []}
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(args.repeats):
-            start = time.perf_counter()
-            local = run_sweep(configs, Path(scratch) / f"local{repeat}")
-            times["local"].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            ray.init(num_cpus=args.cpus, include_dashboard=False, logging_level="WARNING",
-                     log_to_driver=False)
-            started = time.perf_counter()
-            on_ray = run_sweep(configs, Path(scratch) / f"ray{repeat}", engine="ray")
-            times["ray"].append(time.perf_counter() - started)
-            times["ray_with_start"].append(time.perf_counter() - start)
-            ray.shutdown()
+            rows = {}
+            for engine in (["local", "ray"] if repeat % 2 == 0 else ["ray", "local"]):
+                start = time.perf_counter()
+                if engine == "ray":
+                    ray.init(num_cpus=args.cpus, include_dashboard=False,
+                             logging_level="WARNING", log_to_driver=False)
+                started = time.perf_counter()
+                rows[engine] = run_sweep(configs, Path(scratch) / f"{engine}{repeat}",
+                                         engine=engine)
+                times[engine].append(time.perf_counter() - started)
+                training[engine].append(sum(row["elapsed"] for row in rows[engine]))
+                if engine == "ray":
+                    times["ray_with_start"].append(time.perf_counter() - start)
+                    ray.shutdown()
             timing = ("elapsed", "resumed_from")
-            if ([{k: v for k, v in r.items() if k not in timing} for r in local]
-                    != [{k: v for k, v in r.items() if k not in timing} for r in on_ray]):
+            if ([{k: v for k, v in r.items() if k not in timing} for r in rows["local"]]
+                    != [{k: v for k, v in r.items() if k not in timing} for r in rows["ray"]]):
                 raise SystemExit("the Ray table differs from the local one")
     load_after = os.getloadavg()[0]
     best = {name: min(values) for name, values in times.items()}
@@ -68,8 +73,13 @@ def main() -> None:
           f"{speedup_with_start:.2f}×")
     path = write("sweep_ray", {"machine": machine(), "steps": args.steps, "cpus": args.cpus,
                                "load_before": load_before, "load_after": load_after,
-                               "seconds": times, "speedup": speedup,
+                               "seconds": times, "training_seconds": training,
+                               "speedup": speedup,
                                "speedup_with_start": speedup_with_start})
+    print("seconds per repeat:", {name: [round(t, 1) for t in values]
+                                  for name, values in times.items()})
+    print("summed training time of the 8 runs (their own clocks):",
+          {name: [round(t, 1) for t in values] for name, values in training.items()})
     print(f"wrote {path}")
 
 
