@@ -10,7 +10,7 @@ import click
 from satsim.commands.options import get_language, simulator_from_options, with_model_options
 from satsim.errors import SatsimError
 
-OPTIONAL_MODULES = {"torch": "soft", "matplotlib": "plot"}
+OPTIONAL_MODULES = {"torch": "soft", "matplotlib": "plot", "ray": "ray"}
 """Optional dependencies by the extra that installs them (see pyproject.toml)."""
 
 

@@ -1,13 +1,24 @@
 """Sweeps: planning a grid, running it (resumable, finished runs skipped), the results table."""
 
+import hashlib
 import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import run_satsim
 
 from satsim.cli import cli
 from satsim.commands.train import DEFAULTS
 from satsim.errors import SatsimError
+from satsim.spec import ModelSpec
 from satsim.training.sweep import collect, plan, run_sweep
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -30,6 +41,7 @@ def test_a_sweep_runs_every_config_skips_finished_runs_and_collects(tmp_path):
     configs = plan(TINY, {"seed": [0, 1]})
     rows = run_sweep(configs, tmp_path)
     assert [r["name"] for r in rows] == ["s0", "s1"] and [r["seed"] for r in rows] == [0, 1]
+    assert all(r["resumed_from"] is None for r in rows)
     assert all(r["steps"] == 12 and "validation" in r["eval"] and r["theta_norm"] > 0
                for r in rows)
     final = tmp_path / "runs" / "s0" / "final.safetensors"
@@ -38,6 +50,16 @@ def test_a_sweep_runs_every_config_skips_finished_runs_and_collects(tmp_path):
     assert collect(tmp_path) == rows
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert [json.loads(line)["name"] for line in lines] == ["s0", "s1"]
+
+
+def test_collect_reads_rows_returned_to_the_driver_or_else_the_run_folders(tmp_path):
+    configs = plan(TINY, {"seed": [0, 1]})
+    rows = run_sweep(configs, tmp_path / "driver")
+    shutil.copytree(tmp_path / "driver", tmp_path / "elsewhere")
+    shutil.rmtree(tmp_path / "driver" / "runs")  # runs trained on other nodes, no shared disk
+    assert collect(tmp_path / "driver") == rows
+    shutil.rmtree(tmp_path / "elsewhere" / "results")  # runs mapped by another engine
+    assert collect(tmp_path / "elsewhere") == rows
 
 
 def test_cli_plans_runs_and_refuses_bad_grids(tmp_path):
@@ -51,7 +73,136 @@ def test_cli_plans_runs_and_refuses_bad_grids(tmp_path):
     for args, message in [(["--vary", "layerz=1,2"], "unknown training setting"),
                           (["--set", "steps"], "KEY=VALUE"),
                           (["--seed", "x"], "seed needs an integer"),
+                          (["--seed", "0", "--address", "auto"], "--address is an option of"),
+                          (["--seed", "0", "--engine", "ray", "--jobs", "2"],
+                           "--jobs is an option of --engine local"),
                           ([], "nothing to sweep")]:
         bad = runner.invoke(cli, ["sweep", "--out", str(tmp_path), *args],
                             standalone_mode=False)
         assert message in str(bad.exception)
+
+
+def folder_state(root) -> dict[str, str]:
+    """Every file under ``root`` with a hash of its bytes (to show nothing was written)."""
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def final_weights(run) -> dict[str, np.ndarray]:
+    """The final tensors of a run."""
+    return ModelSpec.load(str(run / "final.safetensors")).tensors()
+
+
+def same_weights(a, b) -> bool:
+    """Bit-identical final tensors of two runs."""
+    wa, wb = final_weights(a), final_weights(b)
+    return wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
+
+
+def test_a_sweep_folder_refuses_another_plan_before_writing_anything(tmp_path):
+    rows = run_sweep(plan(TINY, {"seed": [0, 1]}), tmp_path)
+    held = json.loads((tmp_path / "plan.json").read_text())
+    for planned in held:  # as written before the dtype setting existed: the same plan
+        del planned["settings"]["dtype"]
+    (tmp_path / "plan.json").write_text(json.dumps(held))
+    assert run_sweep(plan(TINY, {"seed": [0, 1]}), tmp_path) == rows
+    before = folder_state(tmp_path)
+    other_steps = plan({**TINY, "steps": 18}, {"seed": [0, 1]})
+    with pytest.raises(SatsimError, match="holds another sweep .run s0 has steps=12, not 18"):
+        run_sweep(other_steps, tmp_path)
+    with pytest.raises(SatsimError, match="holds another sweep .it plans runs s0, s1"):
+        run_sweep(plan(TINY, {"seed": [0, 1, 2]}), tmp_path)
+    (tmp_path / "plan.json").unlink()  # no plan to compare: each run's own config still is
+    with pytest.raises(SatsimError, match="runs/s0 holds a run with other settings"):
+        run_sweep(other_steps, tmp_path)
+    del before["plan.json"]
+    assert folder_state(tmp_path) == before
+
+
+def test_cli_rerun_with_other_settings_is_one_error_line_not_the_old_table(tmp_path):
+    args = ["sweep", "--out", str(tmp_path), "--seed", "0", *[f"--set={k}={v}" for k, v in
+            [("steps", 12), ("train_size", 80), ("eval_size", 20), ("d_model", 8),
+             ("d_head", 4), ("d_mlp", 8), ("log_every", 4), ("checkpoint_every", 6),
+             ("probe_size", 2), ("device", "cpu")]]]
+    first = run_satsim(*args)
+    assert first.returncode == 0 and first.stdout.splitlines()[1].startswith("s0 ")
+    before = folder_state(tmp_path)
+    again = run_satsim(*args, "--set", "lr=0.01")
+    assert again.returncode == 2 and again.stdout == ""
+    assert again.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path} holds another sweep (run s0 has lr=0.003, not 0.01); rerun it with "
+        "its own options, or choose another --out")
+    assert folder_state(tmp_path) == before
+
+
+def test_a_diverging_run_is_named_and_the_other_rows_are_written(tmp_path):
+    configs = plan({**TINY, "optimizer": "sgd"}, {"lr": [0.01, 1e30], "seed": [0]})
+    rows = run_sweep(configs, tmp_path)
+    assert [r["name"] for r in rows] == ["lr0.01", "lr1e+30"]
+    assert "validation" in rows[0]["eval"] and "error" not in rows[0]
+    assert rows[1]["error"] == "the loss became nan at step 1; lower the lr"
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == rows
+    assert collect(tmp_path) == rows
+    result = run_satsim("sweep", "--out", str(tmp_path), "--lr", "0.01,1e30", "--seed", "0",
+                        *[f"--set={k}={v}" for k, v in {**TINY, "optimizer": "sgd"}.items()
+                          if k not in ("lr", "seed")])
+    table = result.stdout.splitlines()
+    assert table[1].startswith("lr0.01 ") and table[2].split() == [
+        "lr1e+30", "failed:", "the", "loss", "became", "nan", "at", "step", "1;", "lower",
+        "the", "lr"]
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == (
+        "error: 1 of 2 runs failed (lr1e+30); the table names why")
+
+
+def test_the_ray_engine_without_ray_is_one_line_naming_the_extra(tmp_path):
+    code = ("import sys; sys.modules['ray'] = None; from satsim.cli import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
+    result = subprocess.run([sys.executable, "-c", code, "sweep", "--out", str(tmp_path),
+                             "--seed", "0,1", "--engine", "ray"], capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        'error: this command needs ray, which is not installed; install it with: '
+        'pip install "satsim[ray]"']
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def metric_lines(root) -> int:
+    """How many metrics rows the runs under ``root`` have logged so far."""
+    return sum(len(path.read_text().splitlines()) for path in root.glob("runs/*/metrics.jsonl"))
+
+
+def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tmp_path):
+    """SIGKILL `satsim sweep` at random moments; reruns end bit-identical, other plans refused."""
+    settings = {**TINY, "steps": 60, "checkpoint_every": 10, "log_every": 5}
+    configs = plan(settings, {"seed": [0, 1]})
+    whole = tmp_path / "whole"
+    reference = run_sweep(configs, whole)
+    cut = tmp_path / "cut"
+    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
+    args = [sys.executable, "-c", code, "sweep", "--out", str(cut), "--seed", "0,1",
+            *[f"--set={k}={v}" for k, v in settings.items() if k != "seed"]]
+    moments = random.Random(17)
+    for _ in range(3):  # each kill lands after some progress, at a random moment after it
+        logged = metric_lines(cut)
+        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while metric_lines(cut) <= logged and process.poll() is None:
+            time.sleep(0.02)
+        time.sleep(moments.uniform(0.0, 1.0))
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        before = folder_state(cut)  # a different plan is refused whatever state the kill left
+        with pytest.raises(SatsimError, match="holds another sweep|holds a run with other"):
+            run_sweep(plan({**settings, "d_model": 12}, {"seed": [0, 1]}), cut)
+        assert folder_state(cut) == before
+    finished = subprocess.run(args, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr
+    rows = [json.loads(line) for line in (cut / "results.jsonl").read_text().splitlines()]
+    timing = ("elapsed", "resumed_from")
+    assert ([{k: v for k, v in r.items() if k not in timing} for r in rows]
+            == [{k: v for k, v in r.items() if k not in timing} for r in reference])
+    for planned in configs:
+        run = cut / "runs" / planned["name"]
+        assert same_weights(run, whole / "runs" / planned["name"])
+        steps = [row["step"] for row in map(json.loads, (run / "metrics.jsonl").open())
+                 if "step" in row]
+        assert steps == sorted(set(steps)) and steps[-1] == settings["steps"] - 1

@@ -1,19 +1,25 @@
-"""Sweeps: a grid of training runs, run here or handed to any distributed engine.
+"""Sweeps: a grid of training runs, run here (a process pool) or on a Ray cluster.
 
 A sweep is a plain list of configs (:func:`plan`); :func:`run_one` trains one of them into
 ``ROOT/runs/NAME`` and returns its result row, and it is a top-level function of plain
-arguments, so an engine that maps a function over inputs (a process pool here; Ray, Dask or a
-batch queue elsewhere) runs a sweep without change. A run that finished is not run again, and
-one that was interrupted resumes from its last checkpoint. :func:`collect` reads every run's
-summary into the results table.
+arguments, so any engine that maps a function over inputs runs a sweep without change. A run that
+finished is not run again, and one that was interrupted resumes from its last checkpoint.
+
+A sweep folder knows its plan: ``ROOT/plan.json`` is written once, and a later call with another
+plan is refused before anything is written (:func:`check_plan`). Each finished run's row is
+recorded by the driver in ``ROOT/results/NAME.json`` as it arrives (so rows returned from other
+machines are kept where the driver runs), and ``ROOT/results.jsonl`` holds the table in plan order.
+A run that fails for its own reasons (a diverging loss, a bad setting) gives a row with an
+``error`` and the other runs go on.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -50,55 +56,193 @@ def plan(base: dict, grid: dict[str, Sequence]) -> list[dict]:
     return configs
 
 
+def _settings(settings: dict) -> dict | None:
+    """Settings in canonical form (every field, defaults filled); None if they are not a config."""
+    try:
+        return TrainConfig.from_dict(settings).to_dict()
+    except (SatsimError, TypeError):
+        return None
+
+
+def _read_json(path: Path):
+    """A JSON file of the sweep folder, or a one-line error naming it."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise SatsimError(f"cannot read {path} ({error}); move it away to go on") from None
+
+
+def _plan_difference(held, configs: list[dict]) -> str | None:
+    """How the plan held in a sweep folder differs from the new one, in words (None: it is it).
+
+    Settings are compared with defaults filled in, so a plan written before a setting existed
+    still matches when the new setting is at its default.
+    """
+    if not isinstance(held, list) or not all(isinstance(c, dict) for c in held):
+        return "its plan.json is not a list of runs"
+    old_names = [c.get("name") for c in held]
+    if old_names != [c["name"] for c in configs]:
+        return f"it plans runs {', '.join(map(str, old_names))}"
+    for old, new in zip(held, configs):
+        before = _settings(old.get("settings", {}))
+        if before is None:
+            return f"run {new['name']} has settings this version does not know"
+        after = _settings(new["settings"])
+        changed = [key for key in after if before[key] != after[key]]
+        if changed:
+            key = changed[0]
+            return f"run {new['name']} has {key}={before[key]!r}, not {after[key]!r}"
+    return None
+
+
+def check_plan(configs: list[dict], root: str | Path) -> None:
+    """Refuse a sweep folder that holds another plan, or a run or row with other settings.
+
+    Reads only: nothing is written until the plan, every existing run's config.json and every
+    recorded row agree with ``configs``.
+    """
+    root = Path(root)
+    if (root / "plan.json").exists():
+        difference = _plan_difference(_read_json(root / "plan.json"), configs)
+        if difference is not None:
+            raise SatsimError(f"{root} holds another sweep ({difference}); "
+                              "rerun it with its own options, or choose another --out")
+    for planned in configs:
+        wanted = _settings(planned["settings"])
+        config = root / "runs" / planned["name"] / "config.json"
+        if config.exists() and _settings(_read_json(config)) != wanted:
+            raise SatsimError(f"{config.parent} holds a run with other settings than the plan's; "
+                              "choose another --out")
+        recorded = _recorded(root, planned["name"])
+        if recorded is not None and _settings(_row_settings(recorded)) != wanted:
+            raise SatsimError(f"{root / 'results' / planned['name']}.json records a run with "
+                              "other settings than the plan's; choose another --out")
+
+
+def _row_settings(row: dict) -> dict:
+    """The training settings inside a result row."""
+    return {key: row[key] for key in TrainConfig.__dataclass_fields__ if key in row}
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a kill leaves old or new, whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def result_row(name: str, run: Path) -> dict:
     """The results-table row of a finished run: its settings and its summary."""
-    config = json.loads((run / "config.json").read_text())
-    summary = json.loads((run / "summary.json").read_text())
+    config = _read_json(run / "config.json")
+    summary = _read_json(run / "summary.json")
     return {"name": name, **config, "eval": summary["eval"], "theta_norm": summary["norm"],
-            "elapsed": summary["elapsed"]}
+            "resumed_from": summary.get("resumed_from"), "elapsed": summary["elapsed"]}
+
+
+def failed_row(planned: dict, error: str) -> dict:
+    """The results-table row of a run that failed: its settings and why."""
+    return {"name": planned["name"], **planned["settings"], "error": error}
 
 
 def run_one(planned: dict, root: str, threads: int = 1) -> dict:
-    """Train one planned run under ``root`` (skip if finished, resume if cut) and return its row."""
+    """Train one planned run under ``root`` (skip if finished, resume if cut) and return its row.
+
+    A run that fails for its own reasons (a SatsimError: diverging loss, bad setting, a run
+    folder holding other settings) returns a row with ``error`` instead of raising.
+    """
     from satsim.commands.torch_setup import import_torch
 
     import_torch(threads)
     from satsim.training.loop import train
 
     run = Path(root) / "runs" / planned["name"]
-    if not (run / "summary.json").exists():
-        config = TrainConfig.from_dict(planned["settings"])
-        train(config, run, resume=(run / "config.json").exists())
-    return result_row(planned["name"], run)
+    try:
+        if not (run / "summary.json").exists():
+            config = TrainConfig.from_dict(planned["settings"])
+            held = run / "config.json"
+            if held.exists() and _settings(_read_json(held)) != config.to_dict():
+                raise SatsimError(f"{run} holds a run with other settings than the plan's")
+            train(config, run, resume=held.exists())
+        return result_row(planned["name"], run)
+    except SatsimError as error:
+        return failed_row(planned, str(error).splitlines()[0])
 
 
-def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1,
-              on_result: Callable[[dict], None] | None = None) -> list[dict]:
-    """Run every planned config (``jobs`` processes at once) and write ROOT/results.jsonl."""
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "plan.json").write_text(json.dumps(configs, indent=2) + "\n")
-    rows = []
+def _recorded(root: Path, name: str) -> dict | None:
+    """The row the driver recorded for run ``name``, if any."""
+    path = root / "results" / f"{name}.json"
+    return _read_json(path) if path.exists() else None
+
+
+def _local_rows(todo: list[dict], root: Path, jobs: int) -> Iterator[dict]:
+    """Rows of the planned runs as they finish, in this process or ``jobs`` processes."""
     if jobs == 1:
-        results = (run_one(c, str(root)) for c in configs)
-        for row in results:
-            rows.append(row)
-            if on_result:
-                on_result(row)
-    else:
-        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            for row in pool.map(run_one, configs, [str(root)] * len(configs)):
-                rows.append(row)
-                if on_result:
-                    on_result(row)
-    (root / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return rows
+        yield from (run_one(planned, str(root)) for planned in todo)
+        return
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(run_one, planned, str(root)) for planned in todo]
+        yield from (future.result() for future in as_completed(futures))
+
+
+def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: str = "local",
+              ray_options: dict | None = None,
+              on_result: Callable[[dict], None] | None = None) -> list[dict]:
+    """Run every planned config and write ROOT/results.jsonl; return the rows in plan order.
+
+    The plan is checked against the folder first (:func:`check_plan`); runs with a recorded
+    row are not run again. ``engine`` is ``"local"`` (``jobs`` processes) or ``"ray"``
+    (``ray_options`` as for :func:`satsim.training.ray_engine.ray_rows`). Each row is
+    recorded and passed to ``on_result`` as its run finishes, in any order.
+    """
+    root = Path(root).resolve()
+    check_plan(configs, root)
+    if engine == "ray":
+        from satsim.training.ray_engine import ray_rows  # fails here, before writing, without ray
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / "plan.json").exists():
+        _write_atomic(root / "plan.json", json.dumps(configs, indent=2) + "\n")
+    rows = {}
+    for planned in configs:
+        recorded = _recorded(root, planned["name"])
+        if recorded is not None and "error" not in recorded:
+            rows[planned["name"]] = recorded
+    todo = [planned for planned in configs if planned["name"] not in rows]
+    for row in rows.values():
+        if on_result:
+            on_result(row)
+    arriving = (ray_rows(todo, root, **(ray_options or {})) if engine == "ray"
+                else _local_rows(todo, root, jobs))
+    for row in arriving:
+        _write_atomic(root / "results" / f"{row['name']}.json", json.dumps(row) + "\n")
+        rows[row["name"]] = row
+        if on_result:
+            on_result(row)
+    table = [rows[planned["name"]] for planned in configs]
+    _write_atomic(root / "results.jsonl", "".join(json.dumps(row) + "\n" for row in table))
+    return table
 
 
 def collect(root: str | Path) -> list[dict]:
-    """Result rows of every finished run under ROOT/runs (for sweeps run elsewhere)."""
-    runs = Path(root) / "runs"
-    if not runs.is_dir():
-        raise SatsimError(f"{root} holds no sweep (no runs/ folder)")
-    return [result_row(run.name, run) for run in sorted(runs.iterdir())
-            if (run / "summary.json").exists()]
+    """Rows of the runs that have finished or failed, in plan order (for sweeps run elsewhere).
+
+    A row comes from ROOT/results/NAME.json (recorded by the driver, wherever the run ran) or
+    else from ROOT/runs/NAME/summary.json (a run that finished on this filesystem).
+    """
+    root = Path(root)
+    if (root / "plan.json").exists():
+        names = [planned["name"] for planned in _read_json(root / "plan.json")]
+    elif (root / "runs").is_dir():
+        names = sorted(run.name for run in (root / "runs").iterdir())
+    else:
+        raise SatsimError(f"{root} holds no sweep (no plan.json or runs/ folder)")
+    rows = []
+    for name in names:
+        recorded = _recorded(root, name)
+        if recorded is not None and "error" not in recorded:
+            rows.append(recorded)
+        elif (root / "runs" / name / "summary.json").exists():
+            rows.append(result_row(name, root / "runs" / name))
+        elif recorded is not None:
+            rows.append(recorded)
+    return rows
