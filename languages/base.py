@@ -20,7 +20,7 @@ SeedLike = int | np.random.Generator | None
 MAX_TRIES = 10_000  # attempts per negative before giving up (a generator that never works)
 
 
-class LanguageError(ValueError):
+class LanguageError(Exception):
     """A bad request to a language (unknown symbol, impossible length range, ...)."""
 
 

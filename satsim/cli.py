@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
+from typing import NoReturn
 
 import click
 
 from satsim.commands.options import get_language, simulator_from_options, with_model_options
-from satsim.errors import SatsimError
+from satsim.errors import USER_ERRORS, SatsimError
+from satsim.output import ENVIRONMENT_ERRNOS, describe_os_error
 
 OPTIONAL_MODULES = {"torch": "soft", "matplotlib": "plot"}
 """Optional dependencies by the extra that installs them (see pyproject.toml)."""
+
+REPORT_TO = "the satsim issue tracker"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -132,25 +137,55 @@ _add_discovered_commands()
 
 
 def main() -> None:
-    """Entry point: run the CLI and turn bad input into a one-line message and exit code 2."""
+    """Entry point: bad input ends in one ``error:`` line (exit 2); a bug keeps its traceback."""
     try:
-        cli.main(standalone_mode=False)
-    except click.ClickException as error:
-        error.show()
-        sys.exit(error.exit_code)
+        cli.main(prog_name="satsim", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
-    except (SatsimError, ValueError) as error:
-        click.echo(f"error: {str(error).splitlines()[0]}", err=True)
-        sys.exit(2)
+    except click.ClickException as error:
+        click.echo(f"error: {usage_message(error)}", err=True)
+        sys.exit(2 if isinstance(error, click.UsageError) else error.exit_code)
+    except USER_ERRORS as error:
+        fail(str(error))
     except ModuleNotFoundError as error:
         extra = OPTIONAL_MODULES.get((error.name or "").split(".")[0])
         if extra is None:
-            raise
-        click.echo(f"error: this command needs {error.name}, which is not installed; "
-                   f"install it with: pip install \"satsim[{extra}]\"", err=True)
-        sys.exit(2)
+            report_bug()
+        fail(f"this command needs {error.name}, which is not installed; "
+             f"install it with: pip install \"satsim[{extra}]\"")
+    except MemoryError:
+        fail("out of memory; ask for less (lower -n, shorter strings or a smaller batch)")
+    except OSError as error:
+        if error.errno not in ENVIRONMENT_ERRNOS:
+            report_bug()
+        fail(describe_os_error(error))
+    except Exception:  # noqa: BLE001 - anything else is a bug: keep its traceback
+        report_bug()
+
+
+def usage_message(error: click.ClickException) -> str:
+    """Click's message in one line, with where to find the command's help."""
+    message = " ".join(error.format_message().split())
+    context = getattr(error, "ctx", None)
+    if isinstance(error, click.UsageError) and context is not None:
+        message += f" (see '{context.command_path} -h')"
+    return message
+
+
+def fail(message: str) -> NoReturn:
+    """Print one ``error:`` line and exit with code 2."""
+    click.echo(f"error: {message.strip().splitlines()[0] if message.strip() else 'failed'}",
+               err=True)
+    sys.exit(2)
+
+
+def report_bug() -> NoReturn:
+    """Print the current exception's traceback and ask for a report; exit code 1."""
+    traceback.print_exc()
+    click.echo(f"satsim hit an internal error (a bug, not your input); please report it with the "
+               f"command you ran and the traceback above: {REPORT_TO}", err=True)
+    sys.exit(1)
 
 
 if __name__ == "__main__":

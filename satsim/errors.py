@@ -1,7 +1,14 @@
-"""Errors that reach the user as one-line messages."""
+"""Errors that reach the user as one-line messages.
+
+``SatsimError`` is the one class of user error in satsim; the ``languages`` package (which never
+imports satsim) has its own, ``LanguageError``. Neither is a ``ValueError``: a ``ValueError`` (or
+any other exception) raised inside satsim is a bug, and the command line keeps its traceback.
+"""
+
+from languages.base import LanguageError
 
 
-class SatsimError(ValueError):
+class SatsimError(Exception):
     """A problem with the user's input that satsim reports in one line."""
 
 
@@ -11,3 +18,7 @@ class SpecError(SatsimError):
 
 class WeightsFileError(SatsimError):
     """A weights file that cannot be read or does not describe a valid model."""
+
+
+USER_ERRORS = (SatsimError, LanguageError)
+"""What the command line prints as one ``error:`` line with exit code 2."""

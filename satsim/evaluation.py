@@ -95,10 +95,9 @@ def test_set(
     Without ``negatives``: n positives (the distribution a next-symbol model is trained on).
     """
     n_pos = n // 2 if negatives else n
-    try:
-        positives = language.sample_positive(n_pos, min_len, max_len, seed=seed)
-    except ValueError:
-        positives = []  # no positive has a length in this bin
+    has_positives = any(language.has_positive(length) for length in range(min_len, max_len + 1))
+    positives = (language.sample_positive(n_pos, min_len, max_len, seed=seed)
+                 if has_positives else [])
     wrong = (language.sample_negative(n - len(positives), min_len, max_len, seed=seed + 1)
              if negatives or not positives else [])
     strings = positives + wrong

@@ -58,6 +58,23 @@ MODEL_OPTIONS = [
 ]
 
 
+class OutputPath(click.Path):
+    """A file or folder a command writes, checked when the options are parsed, before any work."""
+
+    def __init__(self, folder: bool = False) -> None:
+        super().__init__(dir_okay=folder, file_okay=not folder)
+        self.folder = folder
+        self.name = "folder" if folder else "file"
+
+    def convert(self, value, param, ctx):
+        """Check the path now; a bad one is a one-line SatsimError."""
+        from satsim.output import check_output_file, check_output_folder
+
+        option = param.opts[0] if param is not None and param.opts else "output"
+        check = check_output_folder if self.folder else check_output_file
+        return str(check(value, option))
+
+
 def with_model_options(fn):
     """Attach the options that choose a language, a model and an attention kind."""
     for option in reversed(MODEL_OPTIONS):

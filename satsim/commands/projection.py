@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from satsim.commands.options import OutputPath
 from satsim.errors import SatsimError
 
 DEFAULT_VARIANTS = "attention,attention-no-bias,ffn,ffn-no-bias,ffn-no-bias-no-residual"
@@ -70,7 +71,7 @@ def parse_numbers(text: str, what: str) -> list[float]:
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="torch CPU threads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(), default=None,
               help="Write the three-panel figure (PNG) to this file.")
 def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, hidden, classes,
             scale_head, no_head_bias, threads, as_json, plot_path) -> None:

@@ -6,10 +6,12 @@ import json
 
 import click
 
+from satsim.commands.options import OutputPath
+
 
 @click.command("report")
 @click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False))
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--plot", "plot_dir", type=OutputPath(folder=True), default=None,
               help="Write the figures (PNG) into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--bins", "bins_text", default=None,

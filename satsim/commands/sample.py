@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from satsim.commands.options import OutputPath
+
 PROGRESS_FROM = 5000  # show a progress bar (on stderr) from this many records on
 
 
@@ -39,7 +41,7 @@ def _plain(row: dict) -> str:
               help="Use the sublanguage of nesting depth <= this (bracket and counter languages).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same bytes.")
 @click.option("--json", "as_json", is_flag=True, help="Write JSON lines (one record per line).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--out", "out_path", type=OutputPath(), default=None,
               help="Write to this file instead of standard output.")
 @click.option("--list-negatives", is_flag=True, help="List the language's negative generators.")
 def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, max_depth, seed,

@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from satsim.commands.options import load_model
+from satsim.commands.options import OutputPath, load_model
 from satsim.errors import SatsimError
 from satsim.spec import ModelSpec
 
@@ -106,7 +106,7 @@ def _plot(result, path: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--exact/--no-exact", default=True, show_default=True,
               help="Also compare with the exact limit (asymptotic expansion; slower).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(), default=None,
               help="Draw the curves into this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, max_len, seed,

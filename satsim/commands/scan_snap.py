@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from satsim.commands.options import OutputPath
 from satsim.scansnap.grid import GRIDS
 from satsim.scansnap.snap import DEFAULT_EPSILON
 
@@ -38,7 +39,7 @@ def _progress(total: int, label: str):
 @click.option("--trace", "trace_text", metavar="K,ETA_Z,R", default=None,
               help="Trace one setting every iteration instead of running the grid.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--plot", "plot_dir", type=OutputPath(folder=True), default=None,
               help="Write PNG figures (and a trace's arrays) into this folder.")
 def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads, trace_text,
             as_json, plot_dir) -> None:

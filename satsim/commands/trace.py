@@ -6,13 +6,13 @@ import json
 
 import click
 
-from satsim.commands.options import simulator_from_options, with_model_options
+from satsim.commands.options import OutputPath, simulator_from_options, with_model_options
 
 
 @click.command("trace")
 @with_model_options
 @click.argument("string")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+@click.option("--plot", "plot_path", type=OutputPath(),
               help="Also draw every head's attention map into this image file (PNG, PDF, SVG).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, task, attention, beta, atol, rtol, string, plot_path,

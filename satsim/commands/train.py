@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from satsim.commands.options import get_language
+from satsim.commands.options import OutputPath, get_language
 from satsim.errors import SatsimError
 from satsim.training.config import (
     DTYPES,
@@ -53,7 +53,7 @@ def _option(name: str, kind, help_text: str, **extra):
 @_option("log_every", click.IntRange(min=1), "Steps between metrics rows.")
 @_option("device", str, "auto, cpu, cuda or cuda:N.")
 @_option("dtype", click.Choice(DTYPES), "Precision of training.")
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", "out", type=OutputPath(folder=True), default=None,
               help="Run directory (default runs/LANG-TASK-seedS).")
 @click.option("--resume", is_flag=True,
               help="Continue the run in --out from its last checkpoint, with its saved settings.")
