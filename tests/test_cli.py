@@ -116,11 +116,11 @@ def test_unknown_option_is_a_usage_error():
 
 
 @pytest.mark.parametrize("module, extra", [("torch", "soft"), ("matplotlib", "plot")])
-def test_a_missing_optional_dependency_is_a_one_line_error(module, extra):
+def test_a_missing_optional_dependency_is_a_one_line_error(module, extra, tmp_path):
     code = (f"import sys; sys.modules[{module!r}] = None; from satsim.cli import main; "
             "sys.argv = ['satsim', *sys.argv[1:]]; main()")
-    args = (["train", "--steps", "1", "--out", "/nonexistent/run"] if module == "torch" else
-            ["trace", "--lang", "dyck1", "()", "--plot", "/nonexistent/plot.png"])
+    args = (["train", "--steps", "1", "--out", str(tmp_path / "run")] if module == "torch" else
+            ["trace", "--lang", "dyck1", "()", "--plot", str(tmp_path / "plot.png")])
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                             timeout=600)
     lines = [line for line in result.stderr.splitlines() if "compiling kernels" not in line]
