@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import click
 
-from satsim.commands.options import get_language, simulator_from_options, with_model_options
+from satsim.commands.options import count, get_language, simulator_from_options, with_model_options
 from satsim.errors import USER_ERRORS, SatsimError
 from satsim.output import ENVIRONMENT_ERRNOS, describe_os_error
 
@@ -27,37 +27,43 @@ def cli() -> None:
 
 @cli.command("eval")
 @with_model_options
-@click.option("-n", "n", type=int, default=200, show_default=True,
+@click.option("-n", "n", type=count(1), default=200, show_default=True,
               help="Strings per length bin (half positives, half hard negatives).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--bins", "bins_text", default=None,
               help="Length bins like 0-16,17-64 (default: 0-16 up to 4097-16384).")
-@click.option("--min-len", type=int, default=None, help="One bin from --min-len …")
-@click.option("--max-len", type=int, default=None, help="… to --max-len.")
+@click.option("--min-len", type=count(), default=None,
+              help="One bin from --min-len (default 0) …")
+@click.option("--max-len", type=count(), default=None,
+              help="… to --max-len (default the larger of 64 and --min-len).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def eval_command(lang_name, model_path, task, attention, beta, atol, rtol, n, seed, bins_text,
                  min_len, max_len, as_json) -> None:
     """Test a model against the language's oracle, per length bin."""
-    from satsim.evaluation import DEFAULT_BINS, evaluate, parse_bins
+    from satsim.evaluation import DEFAULT_BINS, check_test_set_memory, evaluate, parse_bins
 
     language = get_language(lang_name)
     if bins_text and (min_len is not None or max_len is not None):
         raise SatsimError("give either --bins or --min-len/--max-len, not both")
     if min_len is not None or max_len is not None:
-        bins_text = f"{0 if min_len is None else min_len}-{64 if max_len is None else max_len}"
+        low = 0 if min_len is None else min_len
+        bins_text = f"{low}-{max(64, low) if max_len is None else max_len}"
     bins = parse_bins(bins_text) if bins_text else DEFAULT_BINS
+    check_test_set_memory(bins, n)
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    temperature = f" (beta={beta})" if attention == "softmax" else ""
+    header = [f"language {language.name} · model {simulator.spec.name} · attention "
+              f"{attention}{temperature} · seed {seed}",
+              f"{'length':<15} {'strings':>6} {'accuracy':>9} {'tokens/s':>14}"]
 
-    def show(result) -> None:
+    def show(result) -> None:  # the header waits for the first row: errors come before it
         if not as_json:
+            if header:
+                click.echo("\n".join(header))
+                header.clear()
             click.echo(f"{result.min_len:>7}–{result.max_len:<7} {result.n:>6} "
                        f"{result.accuracy:>9.4f} {result.tokens_per_second:>14,.0f}")
 
-    if not as_json:
-        temperature = f" (beta={beta})" if attention == "softmax" else ""
-        click.echo(f"language {language.name} · model {simulator.spec.name} · attention "
-                   f"{attention}{temperature} · seed {seed}")
-        click.echo(f"{'length':<15} {'strings':>6} {'accuracy':>9} {'tokens/s':>14}")
     report = evaluate(simulator, language, bins=bins, n=n, seed=seed, on_bin=show)
     if as_json:
         click.echo(json.dumps(report.to_dict()))

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.resources import check_memory, strings_bytes
 from satsim.simulator import Simulator
 from satsim.spec import ModelSpec
 
@@ -85,6 +86,12 @@ def parse_bins(text: str) -> tuple[tuple[int, int], ...]:
             raise SatsimError(f"bad length bin {part!r}: need 0 <= min <= max")
         bins.append((low, high))
     return tuple(bins)
+
+
+def check_test_set_memory(bins: Sequence[tuple[int, int]], n: int) -> None:
+    """Raise a one-line SatsimError when one bin's ``n`` strings would not fit in memory."""
+    largest = max((strings_bytes(n, (low + high) / 2) for low, high in bins), default=0)
+    check_memory(largest, f"-n {n} (strings per length bin)", "lower -n or the lengths")
 
 
 def test_set(
@@ -168,6 +175,7 @@ def evaluate_predictor(
     """
     if n < 1:
         raise SatsimError(f"need at least one string per bin, got n={n}")
+    check_test_set_memory(bins, n)
     predictor([language.alphabet[0]])  # compile or load the kernels before timing
     results = []
     for index, (low, high) in zip(indices or range(len(bins)), bins):

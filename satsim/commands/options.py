@@ -42,6 +42,16 @@ def get_language(name: str):
     return languages.get(name)
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest integer any option takes: more than any run can hold, within every integer type
+the samplers and kernels use (so a huge number is refused by name instead of overflowing)."""
+
+
+def count(minimum: int = 0) -> click.IntRange:
+    """The type of an integer option: from ``minimum`` to MAX_COUNT."""
+    return click.IntRange(min=minimum, max=MAX_COUNT)
+
+
 MODEL_OPTIONS = [
     click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
     click.option("--model", "model_path", type=click.Path(dir_okay=False),

@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from satsim.commands.options import OutputPath, load_model
+from satsim.commands.options import OutputPath, count, load_model
 from satsim.errors import SatsimError
 from satsim.spec import ModelSpec
 
@@ -101,9 +101,9 @@ def _plot(result, path: str) -> None:
               show_default=True)
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
               show_default=True)
-@click.option("-n", "n", type=int, default=20, show_default=True, help="Number of strings.")
-@click.option("--max-len", type=int, default=16, show_default=True, help="Longest string.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-n", "n", type=count(), default=20, show_default=True, help="Number of strings.")
+@click.option("--max-len", type=count(), default=16, show_default=True, help="Longest string.")
+@click.option("--seed", type=count(), default=0, show_default=True)
 @click.option("--exact/--no-exact", default=True, show_default=True,
               help="Also compare with the exact limit (asymptotic expansion; slower).")
 @click.option("--plot", "plot_path", type=OutputPath(), default=None,

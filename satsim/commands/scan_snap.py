@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from satsim.commands.options import OutputPath
+from satsim.commands.options import OutputPath, count
 from satsim.scansnap.grid import GRIDS
 from satsim.scansnap.snap import DEFAULT_EPSILON
 
@@ -21,11 +21,11 @@ def _progress(total: int, label: str):
 @click.option("--grid", "grid_name", type=click.Choice(list(GRIDS)), default="small",
               show_default=True, help="Settings to sweep: the published K × η_Z × r grid, or a "
               "2 × 2 × 2 one.")
-@click.option("--seeds", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--seeds", type=count(1), default=10, show_default=True,
               help="Seeds per setting.")
-@click.option("--iters", type=click.IntRange(min=1), default=100, show_default=True,
+@click.option("--iters", type=count(1), default=100, show_default=True,
               help="SGD iterations.")
-@click.option("--batch", type=click.IntRange(min=1), default=128, show_default=True,
+@click.option("--batch", type=count(1), default=128, show_default=True,
               help="Sequences per batch.")
 @click.option("--device", default="auto", show_default=True,
               help="auto, cpu, cuda or cuda:N.")
@@ -34,7 +34,7 @@ def _progress(total: int, label: str):
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_EPSILON,
               show_default=True, help="Snap threshold on the per-iteration TV change of the "
               "attention composition.")
-@click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--threads", type=count(1), default=2, show_default=True,
               help="torch CPU threads.")
 @click.option("--trace", "trace_text", metavar="K,ETA_Z,R", default=None,
               help="Trace one setting every iteration instead of running the grid.")

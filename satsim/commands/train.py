@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from satsim.commands.options import OutputPath, get_language
+from satsim.commands.options import OutputPath, count, get_language
 from satsim.errors import SatsimError
 from satsim.training.config import (
     DTYPES,
@@ -34,30 +34,30 @@ def _option(name: str, kind, help_text: str, **extra):
 @_option("lang", str, "Language to train on (satsim languages).")
 @_option("task", click.Choice(TRAIN_TASKS), "Task.")
 @_option("split", str, "Split preset: bhattamishra, deletang, flare or satsim.")
-@_option("steps", click.IntRange(min=1), "Optimiser steps.")
-@_option("batch_size", click.IntRange(min=1), "Strings per batch.")
+@_option("steps", count(1), "Optimiser steps.")
+@_option("batch_size", count(1), "Strings per batch.")
 @_option("optimizer", click.Choice(OPTIMIZERS), "Optimiser.")
 @_option("lr", float, "Learning rate.")
 @_option("weight_decay", float, "Weight decay.")
 @_option("momentum", float, "SGD momentum.")
-@_option("layers", click.IntRange(min=1), "Blocks.")
-@_option("d_model", click.IntRange(min=1), "Residual width.")
-@_option("heads", click.IntRange(min=1), "Heads per layer.")
-@_option("d_head", click.IntRange(min=1), "Query/key/value width per head.")
-@_option("d_mlp", click.IntRange(min=1), "Feed-forward width.")
+@_option("layers", count(1), "Blocks.")
+@_option("d_model", count(1), "Residual width.")
+@_option("heads", count(1), "Heads per layer.")
+@_option("d_head", count(1), "Query/key/value width per head.")
+@_option("d_mlp", count(1), "Feed-forward width.")
 @_option("norm", click.Choice(NORMS), "LayerNorm placement.")
 @_option("positional", click.Choice(POSITIONALS), "Positional encoding.")
-@_option("seed", click.IntRange(min=0), "Seed of the data, the initialisation and the batches.")
-@_option("train_size", click.IntRange(min=1), "Training strings.")
-@_option("checkpoint_every", click.IntRange(min=1), "Steps between checkpoints.")
-@_option("log_every", click.IntRange(min=1), "Steps between metrics rows.")
+@_option("seed", count(0), "Seed of the data, the initialisation and the batches.")
+@_option("train_size", count(1), "Training strings.")
+@_option("checkpoint_every", count(1), "Steps between checkpoints.")
+@_option("log_every", count(1), "Steps between metrics rows.")
 @_option("device", str, "auto, cpu, cuda or cuda:N.")
 @_option("dtype", click.Choice(DTYPES), "Precision of training.")
 @click.option("--out", "out", type=OutputPath(folder=True), default=None,
               help="Run directory (default runs/LANG-TASK-seedS).")
 @click.option("--resume", is_flag=True,
               help="Continue the run in --out from its last checkpoint, with its saved settings.")
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--threads", type=count(1), default=1, show_default=True,
               help="torch CPU threads (small models run fastest on one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def command(out, resume, threads, as_json, **settings) -> None:
