@@ -123,9 +123,9 @@ def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, ma
     where = str(resolve_device(device))
     result = convergence(spec, strings, scales, rates=rates, device=where, dtype=dtype,
                          exact=exact)
-    if plot_path:
-        _plot(result, plot_path)
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "device": where, "dtype": dtype}))
-        return
-    _report(result, where, dtype)
+    else:
+        _report(result, where, dtype)
+    if plot_path:  # after the results are out, so a failed write loses nothing
+        _plot(result, plot_path)

@@ -45,6 +45,7 @@ def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads,
             as_json, plot_dir) -> None:
     """Reproduce Scan and Snap: attention entropy over K × η_Z × r, snap points, saturation."""
     from satsim.commands.torch_setup import import_torch
+    from satsim.resources import check_memory
     from satsim.scansnap.trace import parse_setting
 
     setting = parse_setting(trace_text) if trace_text is not None else None
@@ -52,11 +53,26 @@ def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads,
     from satsim.scansnap.train import resolve_device
 
     device = str(resolve_device(device))
+    if setting is not None:
+        check_memory(run_bytes(setting[0], seeds, iters, batch, history=True),
+                     f"--trace K={setting[0]}", "lower K, --seeds, --iters or --batch")
+    else:
+        grid = GRIDS[grid_name]
+        check_memory(run_bytes(max(grid.n_queries), seeds * len(grid.eta_z) * len(grid.ratio),
+                               iters, batch, history=False),
+                     f"the {grid_name} grid", "lower --seeds, --iters or --batch")
     common = dict(iters=iters, batch=batch, zero_init=zero_init, device=device, epsilon=epsilon)
     if setting is not None:
         _trace(setting, seeds, common, as_json, plot_dir)
     else:
         _grid(GRIDS[grid_name], seeds, common, as_json, plot_dir, threads)
+
+
+def run_bytes(k: int, runs: int, iters: int, batch: int, history: bool) -> float:
+    """Rough float64 bytes of ``runs`` runs with K query tokens side by side (L = 10 + 20K)."""
+    width = 10 + 20 * k
+    per_run = 4 * batch * width + 12 * k * width + (iters + 1) * 3 * k * width * history
+    return 8.0 * runs * per_run
 
 
 def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:

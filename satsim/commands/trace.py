@@ -27,10 +27,10 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     trace = simulator.trace(string)
     roles = {(r.layer, r.head): r.role for r in roles_from_traces([trace])}
-    if plot_path:
-        plot_attention(simulator.spec, trace, plot_path)
     if as_json:
         click.echo(json.dumps(render_json(simulator.spec, trace, roles)))
     else:
         click.echo(render_text(simulator.spec, trace, roles))
         click.echo(f"oracle: {string!r} is {'in' if member else 'not in'} {language.name}")
+    if plot_path:  # after the trace is out, so a failed write loses nothing
+        plot_attention(simulator.spec, trace, plot_path)

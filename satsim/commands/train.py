@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+from contextlib import ExitStack
 
 import click
+from click.core import ParameterSource
 
 from satsim.commands.options import OutputPath, count, get_language
 from satsim.errors import SatsimError
+from satsim.output import prepare_output_folder
 from satsim.training.config import (
     DTYPES,
     NORMS,
@@ -21,6 +23,26 @@ from satsim.training.config import (
 
 DEFAULTS = TrainConfig().to_dict()
 """Every training setting's default (for the options here and the sweep's base settings)."""
+
+
+RESUMABLE = frozenset({"steps"})
+"""Settings a resumed run may change: more (or fewer, not below the last checkpoint) steps."""
+
+
+def resumed_config(saved: TrainConfig, settings: dict, given: set[str]) -> TrainConfig:
+    """The saved config with the options given again applied where that is meaningful.
+
+    Any other option given with a value unlike the run's is refused by name: the run's data,
+    model and optimiser are fixed by its first settings.
+    """
+    saved_values = saved.to_dict()
+    changed = sorted(name for name in given if settings[name] != saved_values[name])
+    refused = [name for name in changed if name not in RESUMABLE]
+    if refused:
+        listed = ", ".join(f"--{n.replace('_', '-')} {settings[n]} (the run has {saved_values[n]})"
+                           for n in refused)
+        raise SatsimError(f"a resumed run keeps its settings; only --steps may change: {listed}")
+    return TrainConfig.from_dict({**saved_values, **{n: settings[n] for n in changed}})
 
 
 def _option(name: str, kind, help_text: str, **extra):
@@ -60,40 +82,44 @@ def _option(name: str, kind, help_text: str, **extra):
 @click.option("--threads", type=count(1), default=1, show_default=True,
               help="torch CPU threads (small models run fastest on one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def command(out, resume, threads, as_json, **settings) -> None:
+@click.pass_context
+def command(context, out, resume, threads, as_json, **settings) -> None:
     """Train a soft transformer on a language; record norms, projections and saturation."""
-    from satsim.commands.torch_setup import import_torch
-
-    import_torch(threads)
-    from satsim.training.loop import train
-
-    run = Path(out or f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}")
+    run = prepare_output_folder(
+        out or f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}", "--out")
     if resume:
         if not (run / "config.json").exists():
             raise SatsimError(f"nothing to resume: {run} holds no run (config.json)")
-        config = TrainConfig.load(run / "config.json")
+        given = {name for name in settings
+                 if context.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+        config = resumed_config(TrainConfig.load(run / "config.json"), settings, given)
     else:
         config = TrainConfig.from_dict({**DEFAULTS, **settings})
         if (run / "config.json").exists():
             raise SatsimError(f"{run} already holds a run; add --resume or choose another --out")
     get_language(config.lang)
+    from satsim.commands.torch_setup import import_torch
+
+    import_torch(threads)
     from satsim.soft.device import resolve_device
+    from satsim.training.loop import train
 
     resolve_device(config.device)
-    done = 0
-    if resume:
-        from satsim.training.checkpoint import checkpoint_steps
+    with ExitStack() as stack:
+        bars = []
 
-        done = (checkpoint_steps(run) or [0])[-1]
-    bar = click.progressbar(length=config.steps, label=f"training {config.lang}",
-                            file=sys.stderr)
-    try:
-        with bar:
-            bar.update(min(done, config.steps))
-            result = train(config, run, resume=resume, progress=bar.update)
-    except KeyboardInterrupt:
-        click.echo(f"interrupted; continue with: satsim train --resume --out {run}", err=True)
-        raise click.exceptions.Abort() from None
+        def start_bar(step: int) -> None:  # opened when the steps begin, so that its clock (and
+            bars.append(stack.enter_context(click.progressbar(  # estimate) leaves out set-up
+                length=max(config.steps - step, 0), label=f"training {config.lang}",
+                file=sys.stderr)))
+
+        try:
+            result = train(config, run, resume=resume, progress=lambda n: bars[0].update(n),
+                           notice=lambda message: click.echo(message, err=True),
+                           on_start=start_bar)
+        except KeyboardInterrupt:
+            click.echo(f"interrupted; continue with: satsim train --resume --out {run}", err=True)
+            raise click.exceptions.Abort() from None
     if as_json:
         click.echo(json.dumps(result.to_dict()))
         return
