@@ -181,12 +181,34 @@ def test_cli_trains_resumes_and_refuses_bad_input(tmp_path):
     assert "unknown language" in str(unknown.exception) and not (tmp_path / "k").exists()
 
 
-def test_a_damaged_checkpoint_is_a_one_line_error(tmp_path):
-    config = TrainConfig(**{**SMALL, "steps": 20})
+def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
+    config = TrainConfig(**{**SMALL, "steps": 40})
     train(config, tmp_path / "run")
-    (tmp_path / "run" / "checkpoints" / "step-00000020.state.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(SatsimError, match="cannot read checkpoint state"):
+    final = ModelSpec.load(str(tmp_path / "run" / "final.safetensors")).tensors()
+    (tmp_path / "run" / "checkpoints" / "step-00000040.state.pt").write_bytes(b"not a checkpoint")
+    spec_20 = tmp_path / "run" / "checkpoints" / "step-00000020.safetensors"
+    spec_20.write_bytes(spec_20.read_bytes()[:100])  # truncated
+    notices = []
+    resumed = train(config, tmp_path / "run", resume=True, notice=notices.append)
+    assert "checkpoint 40 is damaged (cannot read checkpoint state" in notices[0]
+    assert "checkpoint 20 is damaged" in notices[1] and resumed.resumed_from is None
+    again = ModelSpec.load(str(tmp_path / "run" / "final.safetensors")).tensors()
+    assert all(np.array_equal(final[name], again[name]) for name in final)
+    assert [row["step"] for row in rows(tmp_path / "run")] == [0, 10, 20, 30, 39]
+
+
+def test_a_half_written_last_metrics_line_is_dropped_on_resume(tmp_path):
+    config = TrainConfig(**{**SMALL, "steps": 40})
+    whole = train(config, tmp_path / "run")
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    text = metrics.read_text()
+    metrics.write_text(text + text.splitlines()[-1][:37])  # a kill in the middle of a row
+    train(config, tmp_path / "run", resume=True)
+    assert [r["step"] for r in rows(tmp_path / "run")] == [0, 10, 20, 30, 39]
+    metrics.write_text("{\"step\": 0,\n" + text)
+    with pytest.raises(SatsimError, match="metrics.jsonl line 1 is not a metrics row"):
         train(config, tmp_path / "run", resume=True)
+    assert whole.resumed_from is None
 
 
 def test_a_training_process_killed_with_sigkill_resumes_to_the_same_weights(tmp_path):

@@ -11,7 +11,7 @@ from click.core import ParameterSource
 
 from satsim.commands.options import OutputPath, count, get_language
 from satsim.errors import SatsimError
-from satsim.output import prepare_output_folder
+from satsim.output import check_output_folder
 from satsim.training.config import (
     DTYPES,
     NORMS,
@@ -85,7 +85,7 @@ def _option(name: str, kind, help_text: str, **extra):
 @click.pass_context
 def command(context, out, resume, threads, as_json, **settings) -> None:
     """Train a soft transformer on a language; record norms, projections and saturation."""
-    run = prepare_output_folder(
+    run = check_output_folder(
         out or f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}", "--out")
     if resume:
         if not (run / "config.json").exists():

@@ -11,6 +11,7 @@ run does (bit-for-bit on the CPU).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,7 +128,7 @@ class Trainer:
         self.previous: dict[str, torch.Tensor] | None = None
         self.elapsed = 0.0
 
-    def restore(self, notice: Callable[[str], None] = print) -> int | None:
+    def restore(self, notice: Callable[[str], None]) -> int | None:
         """Load the last intact checkpoint, if any; return its step.
 
         A damaged newer checkpoint (a truncated or corrupt file) is passed over with a notice.
@@ -207,7 +208,7 @@ class Trainer:
 
 def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
           progress: Callable[[int], None] | None = None,
-          notice: Callable[[str], None] = print,
+          notice: Callable[[str], None] | None = None,
           on_start: Callable[[int], None] | None = None) -> TrainResult:
     """Train a run into directory ``run`` (or resume it from its last intact checkpoint).
 
@@ -217,7 +218,11 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
     """
     run = Path(run)
     with run_lock(run):
-        return _train(config, run, resume, progress, notice, on_start)
+        return _train(config, run, resume, progress, notice or _to_stderr, on_start)
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int], None] | None,
