@@ -33,5 +33,9 @@ def check_memory(needed: float, what: str, advice: str) -> None:
     """Raise a one-line SatsimError when ``needed`` bytes exceed the memory free now."""
     free = available_memory()
     if needed > free:
-        raise SatsimError(f"{what} needs about {needed / 1e9:,.1f} GB of memory and "
-                          f"{free / 1e9:,.1f} GB is free; {advice}")
+        raise SatsimError(f"{what} needs about {_gigabytes(needed)} GB of memory and "
+                          f"{_gigabytes(free)} GB is free; {advice}")
+
+
+def _gigabytes(count: float) -> str:
+    return f"{count / 1e9:,.1f}" if count >= 1e8 else f"{count / 1e9:.2g}"

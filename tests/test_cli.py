@@ -90,7 +90,7 @@ def bad_inputs(tmp_path):
         "mismatched alphabet": (["eval", "--lang", "dyck1", "--model", str(other_alphabet)],
                                 "lacks"),
         "bad bins": (["eval", "--lang", "dyck1", "--bins", "5-2"], "bad length bin"),
-        "bad n": (["eval", "--lang", "dyck1", "-n", "0"], "at least one string"),
+        "bad n": (["eval", "--lang", "dyck1", "-n", "0"], "Invalid value for '-n': 0 is not in"),
         "bad beta": (["eval", "--lang", "dyck1", "--attention", "softmax", "--beta", "-1"],
                      "beta must be positive"),
     }
@@ -113,6 +113,9 @@ def test_bad_input_gives_one_line_and_nonzero_exit(tmp_path, case):
 def test_unknown_option_is_a_usage_error():
     result = satsim("eval", "--lang", "dyck1", "--attention", "hardmax")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: Invalid value for '--attention'")
+    assert result.stderr.strip().endswith("(see 'satsim eval -h')")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("module, extra", [("torch", "soft"), ("matplotlib", "plot")])

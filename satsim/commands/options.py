@@ -47,9 +47,24 @@ MAX_COUNT = 2**31 - 1
 the samplers and kernels use (so a huge number is refused by name instead of overflowing)."""
 
 
+class Count(click.IntRange):
+    """An integer from a minimum to MAX_COUNT; help shows the minimum only."""
+
+    def _describe_range(self) -> str:
+        return f"x>={self.min}"
+
+    def convert(self, value, param, ctx):
+        """The integer, with a plain message when it is beyond what satsim takes."""
+        number = click.INT.convert(value, param, ctx)
+        if number > MAX_COUNT:
+            self.fail(f"{number} is more than {MAX_COUNT:,}, the largest number satsim takes",
+                      param, ctx)
+        return super().convert(number, param, ctx)
+
+
 def count(minimum: int = 0) -> click.IntRange:
     """The type of an integer option: from ``minimum`` to MAX_COUNT."""
-    return click.IntRange(min=minimum, max=MAX_COUNT)
+    return Count(min=minimum, max=MAX_COUNT)
 
 
 MODEL_OPTIONS = [

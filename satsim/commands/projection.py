@@ -57,7 +57,7 @@ def parse_numbers(text: str, what: str) -> list[float]:
 @click.option("--seeds", type=count(1), default=5, show_default=True,
               help="Random initialisations (seeds FIRST … FIRST+N−1).")
 @click.option("--first-seed", type=count(), default=0, show_default=True, help="First seed.")
-@click.option("--n", "n", type=count(2), default=512, show_default=True,
+@click.option("-n", "--n", "n", type=count(2), default=512, show_default=True,
               help="Random inputs (one sequence of this length for attention).")
 @click.option("--hidden", type=count(1), default=10, show_default=True,
               help="Hidden size of the sublayer.")

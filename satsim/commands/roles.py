@@ -12,9 +12,11 @@ from satsim.commands.options import count, simulator_from_options, with_model_op
 @click.command("roles")
 @with_model_options
 @click.option("-n", "n", type=count(), default=100, show_default=True, help="Strings to sample.")
-@click.option("--min-len", type=count(), default=8, show_default=True)
-@click.option("--max-len", type=count(), default=64, show_default=True)
-@click.option("--seed", type=count(), default=0, show_default=True)
+@click.option("--min-len", type=count(), default=8, show_default=True,
+              help="Shortest sampled string.")
+@click.option("--max-len", type=count(), default=64, show_default=True,
+              help="Longest sampled string.")
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per head.")
 def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len, max_len, seed,
             as_json) -> None:

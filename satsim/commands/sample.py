@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from languages.datasets import PRESETS, SAMPLERS, TASKS
 from satsim.commands.options import OutputPath, count
 
 PROGRESS_FROM = 5000  # show a progress bar (on stderr) from this many records on
@@ -28,14 +29,14 @@ def _plain(row: dict) -> str:
               help="Records (with --split: the training split; other splits are shares of it).")
 @click.option("--min-len", type=count(), default=0, show_default=True, help="Shortest length.")
 @click.option("--max-len", type=count(), default=40, show_default=True, help="Longest length.")
-@click.option("--split", "preset", default=None,
-              help="Split preset: bhattamishra, deletang, flare or satsim (ignores the lengths).")
-@click.option("--task", default="recognition", show_default=True,
-              help="recognition, next-symbol or transduction.")
+@click.option("--split", "preset", type=click.Choice(list(PRESETS)), default=None,
+              help="Split preset (ignores the lengths).")
+@click.option("--task", type=click.Choice(TASKS), default="recognition", show_default=True,
+              help="What each record holds.")
 @click.option("--negatives", default=None,
               help="mixed (half negatives, all generators; default for recognition), none, "
                    "boundary (pairs one edit apart) or one generator's label.")
-@click.option("--sampler", default="uniform", show_default=True,
+@click.option("--sampler", type=click.Choice(SAMPLERS), default="uniform", show_default=True,
               help="uniform (exact), or pcfg: the critical PCFG of older suites (brackets only).")
 @click.option("--max-depth", type=count(), default=None,
               help="Use the sublanguage of nesting depth <= this (bracket and counter languages).")

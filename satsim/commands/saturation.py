@@ -98,12 +98,12 @@ def _plot(result, path: str) -> None:
 @click.option("--rates", "rates_text", default=None,
               help="Per-group rates PATTERN=R,... (e.g. 'blocks.*.attn.*=2').")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
-              show_default=True)
+              show_default=True, help="Where the soft twin runs.")
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
-              show_default=True)
+              show_default=True, help="Precision of the soft twin.")
 @click.option("-n", "n", type=count(), default=20, show_default=True, help="Number of strings.")
 @click.option("--max-len", type=count(), default=16, show_default=True, help="Longest string.")
-@click.option("--seed", type=count(), default=0, show_default=True)
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--exact/--no-exact", default=True, show_default=True,
               help="Also compare with the exact limit (asymptotic expansion; slower).")
 @click.option("--plot", "plot_path", type=OutputPath(), default=None,
