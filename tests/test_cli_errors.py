@@ -177,3 +177,9 @@ def test_every_option_has_help_and_every_integer_a_range():
             if isinstance(param, click.Option) and param.name != "help":
                 assert param.help, f"satsim {name} {param.opts[0]} has no help"
                 assert param.type is not click.INT, f"satsim {name} {param.opts[0]} is unbounded"
+
+
+def test_projection_at_an_overflowing_scale_says_so_instead_of_reporting_zero():
+    result = run_satsim("projection", "--scales", "1e300", "--seeds", "1", "-n", "16")
+    assert "overflows float64 at c = 1e+300" in result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "Traceback" not in result.stderr and result.stdout == ""
