@@ -183,3 +183,11 @@ def test_projection_at_an_overflowing_scale_says_so_instead_of_reporting_zero():
     result = run_satsim("projection", "--scales", "1e300", "--seeds", "1", "-n", "16")
     assert "overflows float64 at c = 1e+300" in result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_scan_snap_notes_a_diverging_learning_rate():
+    wild = run_satsim("scan-snap", "--trace", "3,1e6,5", "--iters", "12", "--seeds", "2")
+    assert wild.returncode == 0, wild.stderr
+    assert "note: 2/2 runs diverged" in wild.stdout
+    calm = run_satsim("scan-snap", "--trace", "3,1,5", "--iters", "12", "--seeds", "2")
+    assert calm.returncode == 0 and "diverged" not in calm.stdout

@@ -78,7 +78,7 @@ def run_bytes(k: int, runs: int, iters: int, batch: int, history: bool) -> float
 def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
     """Run a grid, print its table or JSON, draw its figures."""
     from satsim.scansnap.grid import run_grid
-    from satsim.scansnap.report import grid_matrix, grid_table
+    from satsim.scansnap.report import divergence_note, grid_matrix, grid_table
 
     total = len(grid.n_queries) * common["iters"]
     with _progress(total, f"{grid.name} grid, {grid.n_cells} cells × {seeds} seeds") as bar:
@@ -91,6 +91,9 @@ def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
     click.echo(f"scan-snap · grid {grid.name} · {seeds} seeds · {result.iters} iterations · batch "
                f"{result.batch} · {init} · {result.device} · {threads} threads")
     for line in grid_table(result) + [""] + grid_matrix(result):
+        click.echo(line)
+    for line in divergence_note(sum(int(c.diverged.sum()) for c in result.cells),
+                                sum(len(c.snap) for c in result.cells)):
         click.echo(line)
     click.echo(f"wall time {result.wall_s:.1f} s")
     for path in files:
