@@ -191,3 +191,9 @@ def test_scan_snap_notes_a_diverging_learning_rate():
     assert "note: 2/2 runs diverged" in wild.stdout
     calm = run_satsim("scan-snap", "--trace", "3,1,5", "--iters", "12", "--seeds", "2")
     assert calm.returncode == 0 and "diverged" not in calm.stdout
+
+
+def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
+    result = run_satsim("trace", "--lang", "dyck1", "()" * 300, "--plot", str(tmp_path / "t.png"))
+    assert "at most 512 tokens" in one_error_line(result) and result.stdout == ""
+    assert not (tmp_path / "t.png").exists()

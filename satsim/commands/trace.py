@@ -20,11 +20,13 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
     """Trace STRING through the model: tie sets, tie gaps, and what each head and layer wrote."""
     from satsim.commands.options import get_language
     from satsim.head_roles import roles_from_traces
-    from satsim.trace_view import plot_attention, render_json, render_text
+    from satsim.trace_view import check_plottable, plot_attention, render_json, render_text
 
     language = get_language(lang_name)
     member = language.contains(string)  # a symbol outside the alphabet stops here
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    if plot_path:
+        check_plottable(len(simulator.encode([string])[0]))
     trace = simulator.trace(string)
     roles = {(r.layer, r.head): r.role for r in roles_from_traces([trace])}
     if as_json:
