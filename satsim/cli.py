@@ -64,7 +64,13 @@ def eval_command(lang_name, model_path, task, attention, beta, atol, rtol, n, se
             click.echo(f"{result.min_len:>7}–{result.max_len:<7} {result.n:>6} "
                        f"{result.accuracy:>9.4f} {result.tokens_per_second:>14,.0f}")
 
-    report = evaluate(simulator, language, bins=bins, n=n, seed=seed, on_bin=show)
+    def progress(done: int, total: int) -> None:  # a large bin, on a terminal: in place
+        if sys.stderr.isatty():
+            line = f"  {done:,}/{total:,} strings of this bin" if done < total else ""
+            click.echo(f"\r\033[K{line}", nl=False, err=True)
+
+    report = evaluate(simulator, language, bins=bins, n=n, seed=seed, on_bin=show,
+                      on_progress=progress)
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:

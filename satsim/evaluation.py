@@ -133,11 +133,17 @@ def evaluate(
     n: int = 200,
     seed: int = 0,
     on_bin: Callable[[BinResult], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> EvalReport:
-    """Test ``simulator`` on ``n`` strings per length bin, checked against the language's oracle."""
+    """Test ``simulator`` on ``n`` strings per length bin, checked against the language's oracle.
+
+    ``on_bin`` hears each bin's result; ``on_progress`` (strings done, in the bin) hears how a
+    large bin goes.
+    """
     check_alphabet(simulator.spec, language)
     return evaluate_predictor(lambda strings: predict(simulator, strings), simulator.spec,
-                              language, simulator.settings.kind, bins, n, seed, on_bin)
+                              language, simulator.settings.kind, bins, n, seed, on_bin,
+                              on_progress=on_progress)
 
 
 def check_alphabet(spec: ModelSpec, language) -> None:
@@ -155,6 +161,32 @@ def bin_seed(seed: int, index: int) -> int:
     return seed + 1000 * index
 
 
+CHUNK_SYMBOLS = 1 << 22
+"""A bin with more symbols than this runs in chunks of about this many, each reported."""
+
+
+def _predict_in_chunks(predictor: Callable[[list[str]], list], strings: list[str],
+                       on_progress: Callable[[int, int], None] | None) -> tuple[list, float]:
+    """The predictor's answers and its seconds, in chunks that report (done, total) strings."""
+    chunks, chunk, size = [], [], 0
+    for string in strings:
+        chunk.append(string)
+        size += len(string) + 1
+        if size >= CHUNK_SYMBOLS:
+            chunks.append(chunk)
+            chunk, size = [], 0
+    chunks.append(chunk)
+    predicted: list = []
+    seconds = 0.0
+    for part in chunks:
+        start = time.perf_counter()
+        predicted.extend(predictor(part) if part else [])
+        seconds += time.perf_counter() - start
+        if on_progress is not None and len(chunks) > 1:
+            on_progress(len(predicted), len(strings))
+    return predicted, seconds
+
+
 def evaluate_predictor(
     predictor: Callable[[list[str]], list],
     spec: ModelSpec,
@@ -166,6 +198,7 @@ def evaluate_predictor(
     on_bin: Callable[[BinResult], None] | None = None,
     indices: Sequence[int] | None = None,
     negatives: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> EvalReport:
     """Score any ``predictor`` (strings → answers as :func:`predict` gives them) per length bin.
 
@@ -180,9 +213,7 @@ def evaluate_predictor(
     results = []
     for index, (low, high) in zip(indices or range(len(bins)), bins):
         strings, labels = test_set(language, n, low, high, bin_seed(seed, index), negatives)
-        start = time.perf_counter()
-        predicted = predictor(strings)
-        seconds = time.perf_counter() - start
+        predicted, seconds = _predict_in_chunks(predictor, strings, on_progress)
         correct = count_correct(language, strings, labels, predicted)
         tokens = sum(len(s) for s in strings)
         result = BinResult(

@@ -197,3 +197,19 @@ def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
     result = run_satsim("trace", "--lang", "dyck1", "()" * 300, "--plot", str(tmp_path / "t.png"))
     assert "at most 512 tokens" in one_error_line(result) and result.stdout == ""
     assert not (tmp_path / "t.png").exists()
+
+
+def test_a_large_bin_reports_progress_and_scores_as_one_call(monkeypatch):
+    import languages
+    from satsim import constructions, evaluation
+    from satsim.simulator import Simulator
+
+    simulator, language = Simulator(constructions.build("dyck1")), languages.get("dyck1")
+    whole = evaluation.evaluate(simulator, language, bins=((20, 40),), n=60)
+    monkeypatch.setattr(evaluation, "CHUNK_SYMBOLS", 200)
+    heard = []
+    chunked = evaluation.evaluate(simulator, language, bins=((20, 40),), n=60,
+                                  on_progress=lambda done, total: heard.append((done, total)))
+    assert chunked.bins[0].correct == whole.bins[0].correct and chunked.bins[0].n == 60
+    assert len(heard) > 3 and heard[-1] == (60, 60)
+    assert [done for done, _ in heard] == sorted({done for done, _ in heard})

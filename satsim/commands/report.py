@@ -38,20 +38,16 @@ def command(run_dir, plot_dir, as_json, bins_text, n, seed, device, soft_max_len
         raise SatsimError(f"--soft-max-len must be at least 0, got {soft_max_len}")
     where = str(resolve_device(device))
     report = build_report(run_dir, bins, n, seed, device=where, soft_max_len=soft_max_len,
-                          roles_n=roles_n)
+                          roles_n=roles_n,
+                          progress=lambda line: click.echo(f"report: {line}", err=True))
+    if not as_json:
+        click.echo(render(report))  # before the plots: a failed write loses nothing
     written = []
     if plot_dir:
         from satsim.training.plots import write_plots
 
-        try:
-            written = write_plots(report, plot_dir)
-        except OSError as error:
-            raise SatsimError(f"cannot write plots into {plot_dir}: {error}") from None
+        written = write_plots(report, plot_dir)
     if as_json:
-        data = report.to_dict()
-        data["plots"] = [str(p) for p in written]
-        click.echo(json.dumps(data))
-        return
-    click.echo(render(report))
-    if written:
+        click.echo(json.dumps({**report.to_dict(), "plots": [str(p) for p in written]}))
+    elif written:
         click.echo(f"\nplots: {', '.join(str(p) for p in written)}")

@@ -9,7 +9,7 @@ import click
 from languages.datasets import PRESETS, SAMPLERS, TASKS
 from satsim.commands.options import OutputPath, count
 
-PROGRESS_FROM = 5000  # show a progress bar (on stderr) from this many records on
+PROGRESS_FROM = 200_000  # show a progress bar (on stderr) from this many symbols on
 
 
 def _plain(row: dict) -> str:
@@ -62,13 +62,14 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
     splits = datasets.splits_for(preset, min_len, max_len)
     datasets.check_options(language, task, datasets.negatives_for(task, negatives), sampler)
     total = sum(split.size(n) for split in splits)
+    longest = max(max(split.max_len for split in splits), 1)
     check_memory(max(strings_bytes(split.size(n), (split.min_len + split.max_len) / 2)
                      for split in splits), f"-n {n} with lengths up to {max_len}",
                  "lower -n or --max-len")
     handle = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
     try:
         with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
-                               hidden=total < PROGRESS_FROM) as bar:
+                               hidden=total * longest < PROGRESS_FROM) as bar:
             for row in datasets.build(language, n, preset=preset, min_len=min_len,
                                       max_len=max_len, task=task, negatives=negatives,
                                       sampler=sampler, seed=seed, progress=bar.update):

@@ -12,7 +12,7 @@ skipped, one that straddles it is cut at the longest string that fits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -119,8 +119,13 @@ def _plan(bins: Sequence[tuple[int, int]], cap: int | None,
 
 def evaluate_bins(spec: ModelSpec, simulator: Simulator, language,
                   bins: Sequence[tuple[int, int]], n: int = 100, seed: int = 0, *,
-                  device: str = "auto", soft_max_len: int = 2048) -> list[BinPair]:
-    """Accuracy per bin of the soft model ``spec`` and of the limit run by ``simulator``."""
+                  device: str = "auto", soft_max_len: int = 2048,
+                  on_bin: Callable[[str, BinResult], None] | None = None) -> list[BinPair]:
+    """Accuracy per bin of the soft model ``spec`` and of the limit run by ``simulator``.
+
+    ``on_bin`` hears ("saturated limit" or "soft model", result) as each bin is done.
+    """
+    heard = on_bin or (lambda model, result: None)
     limit_spec = simulator.spec
     check_alphabet(spec, language)
     caps = [c for c in (max_string_length(spec), max_string_length(limit_spec)) if c is not None]
@@ -131,11 +136,13 @@ def evaluate_bins(spec: ModelSpec, simulator: Simulator, language,
     limit_results = iter(evaluate_predictor(
         lambda strings: predict(simulator, strings), limit_spec, language, "saturated",
         [b for _, b in run], n, seed, indices=[i for i, _ in run],
-        negatives=negatives).bins) if run else iter(())
+        negatives=negatives, on_bin=lambda r: heard("saturated limit", r)).bins
+    ) if run else iter(())
     soft_run = [(i, b) for i, b in run if b[1] <= soft_max_len]
     soft_results = iter(evaluate_predictor(
         soft_predictor(spec, device), spec, language, "softmax", [b for _, b in soft_run], n,
-        seed, indices=[i for i, _ in soft_run], negatives=negatives).bins) if soft_run else iter(())
+        seed, indices=[i for i, _ in soft_run], negatives=negatives,
+        on_bin=lambda r: heard("soft model", r)).bins) if soft_run else iter(())
     pairs = []
     for index, low, high, note in plan:
         if index < 0:
