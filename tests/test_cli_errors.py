@@ -125,6 +125,9 @@ def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
     ["sample", "--lang", "dyck1", "-n", "10", "--max-len", "2000000000"],
     ["scan-snap", "--trace", "100000,1,5"],
     ["scan-snap", "--batch", "2000000000"],
+    ["scan-snap", "--iters", "2000000000"],
+    ["roles", "--lang", "dyck1", "-n", "2000000000"],
+    ["saturation", "--lang", "dyck1", "-n", "2000000000"],
 ])
 def test_a_request_too_big_for_memory_is_refused_with_its_size(args):
     line = one_error_line(run_satsim(*args))

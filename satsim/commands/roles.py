@@ -23,11 +23,12 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len
     """Head roles from exact tie sets: local (a few positions) or global (most of the prefix)."""
     from satsim.commands.options import get_language
     from satsim.errors import SatsimError
-    from satsim.evaluation import test_set
+    from satsim.evaluation import check_test_set_memory, test_set
     from satsim.head_roles import head_roles
 
     if n < 1:
         raise SatsimError(f"need at least one string, got -n {n}")
+    check_test_set_memory([(min_len, max_len)], n)
     language = get_language(lang_name)
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     strings, _ = test_set(language, n, min_len, max_len, seed)

@@ -9,6 +9,7 @@ import numpy as np
 
 from satsim.commands.options import OutputPath, count, load_model
 from satsim.errors import SatsimError
+from satsim.resources import check_memory, strings_bytes
 from satsim.spec import ModelSpec
 
 
@@ -30,6 +31,8 @@ def pick_strings(spec: ModelSpec, lang_name: str | None, n: int, max_len: int,
 
     if n < 1 or max_len < 0:
         raise SatsimError("-n must be at least 1 and --max-len at least 0")
+    check_memory(strings_bytes(n, max_len / 2), f"-n {n} strings up to --max-len {max_len}",
+                 "lower -n or --max-len")
     if lang_name is not None and lang_name in languages.names():
         language = languages.get(lang_name)
         strings = language.sample_positive(n // 2, 0, max_len, seed=seed)

@@ -71,7 +71,8 @@ def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads,
 def run_bytes(k: int, runs: int, iters: int, batch: int, history: bool) -> float:
     """Rough float64 bytes of ``runs`` runs with K query tokens side by side (L = 10 + 20K)."""
     width = 10 + 20 * k
-    per_run = 4 * batch * width + 12 * k * width + (iters + 1) * 3 * k * width * history
+    per_run = (4 * batch * width + 12 * k * width + (iters + 1) * 16
+               + (iters + 1) * 3 * k * width * history)  # + per-iteration measures (+ Z, Y)
     return 8.0 * runs * per_run
 
 
