@@ -106,17 +106,21 @@ def command(context, out, resume, threads, as_json, **settings) -> None:
 
     resolve_device(config.device)
     with ExitStack() as stack:
-        bars = []
+        first_step, bars = [0], []
 
-        def start_bar(step: int) -> None:  # opened when the steps begin, so that its clock (and
-            bars.append(stack.enter_context(click.progressbar(  # estimate) leaves out set-up
-                length=max(config.steps - step, 0), label=f"training {config.lang}",
-                file=sys.stderr)))
+        def advance(steps: int) -> None:
+            # The bar opens after the first step, so that its clock (and so its time estimate)
+            # leaves out the set-up, the held-out evaluation at step 0 and any resumed steps.
+            if not bars:
+                bars.append(stack.enter_context(click.progressbar(
+                    length=max(config.steps - first_step[0], 0), label=f"training {config.lang}",
+                    file=sys.stderr)))
+            bars[0].update(steps)
 
         try:
-            result = train(config, run, resume=resume, progress=lambda n: bars[0].update(n),
+            result = train(config, run, resume=resume, progress=advance,
                            notice=lambda message: click.echo(message, err=True),
-                           on_start=start_bar)
+                           on_start=lambda step: first_step.__setitem__(0, step))
         except KeyboardInterrupt:
             click.echo(f"interrupted; continue with: satsim train --resume --out {run}", err=True)
             raise click.exceptions.Abort() from None
