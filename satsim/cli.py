@@ -155,6 +155,9 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as error:  # `satsim` alone: its help, as asked
+        click.echo(error.ctx.get_help())
+        sys.exit(0)
     except click.ClickException as error:
         click.echo(f"error: {usage_message(error)}", err=True)
         sys.exit(2 if isinstance(error, click.UsageError) else error.exit_code)

@@ -216,3 +216,9 @@ def test_a_large_bin_reports_progress_and_scores_as_one_call(monkeypatch):
     assert chunked.bins[0].correct == whole.bins[0].correct and chunked.bins[0].n == 60
     assert len(heard) > 3 and heard[-1] == (60, 60)
     assert [done for done, _ in heard] == sorted({done for done, _ in heard})
+
+
+def test_satsim_alone_prints_its_help():
+    result = run_satsim()
+    assert result.returncode == 0 and result.stdout.startswith("Usage: satsim")
+    assert "error" not in result.stderr
