@@ -236,3 +236,24 @@ def test_a_training_process_killed_with_sigkill_resumes_to_the_same_weights(tmp_
     a = ModelSpec.load(str(tmp_path / "whole" / "final.safetensors")).tensors()
     b = ModelSpec.load(str(cut / "final.safetensors")).tensors()
     assert all(np.array_equal(a[name], b[name]) for name in a)
+
+
+def test_resume_applies_more_steps_and_refuses_other_changed_options_by_name(tmp_path):
+    runner = CliRunner()
+    out = str(tmp_path / "run")
+    args = ["train", "--steps", "10", "--train-size", "100", "--d-model", "8", "--out", out]
+    assert runner.invoke(cli, args).exit_code == 0
+    changed = runner.invoke(cli, ["train", "--resume", "--out", out, "--lr", "0.5",
+                                  "--d-model", "16"], standalone_mode=False)
+    assert isinstance(changed.exception, SatsimError)
+    assert "only --steps may change: --d-model 16 (the run has 8), --lr 0.5 (the run has 0.003)" \
+        in str(changed.exception)
+    same = runner.invoke(cli, ["train", "--resume", "--out", out, "--d-model", "8", "--steps",
+                               "15", "--json"])
+    assert same.exit_code == 0, same.output
+    summary = json.loads(same.output.strip().splitlines()[-1])
+    assert summary["steps"] == 15 and summary["resumed_from"] == 10
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["steps"] == 15
+    fewer = runner.invoke(cli, ["train", "--resume", "--out", out, "--steps", "12"],
+                          standalone_mode=False)
+    assert "already at step 15, past --steps 12" in str(fewer.exception)
