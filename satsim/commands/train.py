@@ -78,7 +78,8 @@ def _option(name: str, kind, help_text: str, **extra):
 @click.option("--out", "out", type=OutputPath(folder=True), default=None,
               help="Run directory (default runs/LANG-TASK-seedS).")
 @click.option("--resume", is_flag=True,
-              help="Continue the run in --out from its last checkpoint, with its saved settings.")
+              help="Continue the run in --out from its last intact checkpoint, with its saved "
+                   "settings (only --steps may change).")
 @click.option("--threads", type=count(1), default=1, show_default=True,
               help="torch CPU threads (small models run fastest on one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
