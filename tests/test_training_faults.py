@@ -52,18 +52,23 @@ def test_random_kills_and_a_corrupt_checkpoint_resume_to_the_same_weights(tmp_pa
     baseline = satsim(*TRAIN, "--out", str(whole))
     rng = np.random.default_rng(16)
     kills = 0
-    for delay in rng.uniform(0.0, 2.0, size=4):
+    delays = rng.uniform(0.0, 2.0, size=4)
+    for number, delay in enumerate(delays):
         resume = ["--resume"] if (cut / "config.json").exists() else []
         process = satsim(*TRAIN, *resume, "--out", str(cut))
-        while not (cut / "metrics.jsonl").exists() and process.poll() is None:
-            time.sleep(0.02)  # training has begun: steps and checkpoint writes from here on
+        # Training has begun (steps and checkpoint writes from here on); before the last kill,
+        # one checkpoint is complete, so that there is a newest one to corrupt below.
+        begun = "metrics.jsonl" if number < len(delays) - 1 else "checkpoints/*.state.pt"
+        while not list(cut.glob(begun)) and process.poll() is None:
+            time.sleep(0.02)
         time.sleep(delay)
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)
             kills += 1
         process.wait()
         process.communicate()
-    newest = max((cut / "checkpoints").glob("step-*.safetensors"))
+    newest = max(path.with_name(path.name.replace(".state.pt", ".safetensors"))
+                 for path in (cut / "checkpoints").glob("step-*.state.pt"))  # complete ones
     newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])  # a torn write
     finish = satsim(*TRAIN, "--resume", "--out", str(cut))
     _, err = finish.communicate()
