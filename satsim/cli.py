@@ -9,12 +9,16 @@ from typing import NoReturn
 
 import click
 
+from languages.base import LanguageError
 from satsim.commands.options import count, get_language, simulator_from_options, with_model_options
-from satsim.errors import USER_ERRORS, SatsimError
+from satsim.errors import SatsimError
 from satsim.output import ENVIRONMENT_ERRNOS, describe_os_error
 
 OPTIONAL_MODULES = {"torch": "soft", "matplotlib": "plot"}
 """Optional dependencies by the extra that installs them (see pyproject.toml)."""
+
+USER_ERRORS = (SatsimError, LanguageError)
+"""What the command line prints as one ``error:`` line with exit code 2 (see satsim.errors)."""
 
 REPORT_TO = "the satsim issue tracker"
 

@@ -5,8 +5,6 @@ imports satsim) has its own, ``LanguageError``. Neither is a ``ValueError``: a `
 any other exception) raised inside satsim is a bug, and the command line keeps its traceback.
 """
 
-from languages.base import LanguageError
-
 
 class SatsimError(Exception):
     """A problem with the user's input that satsim reports in one line."""
@@ -18,7 +16,3 @@ class SpecError(SatsimError):
 
 class WeightsFileError(SatsimError):
     """A weights file that cannot be read or does not describe a valid model."""
-
-
-USER_ERRORS = (SatsimError, LanguageError)
-"""What the command line prints as one ``error:`` line with exit code 2."""
