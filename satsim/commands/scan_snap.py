@@ -49,10 +49,6 @@ def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads,
     from satsim.scansnap.trace import parse_setting
 
     setting = parse_setting(trace_text) if trace_text is not None else None
-    import_torch(threads)
-    from satsim.scansnap.train import resolve_device
-
-    device = str(resolve_device(device))
     if setting is not None:
         check_memory(run_bytes(setting[0], seeds, iters, batch, history=True),
                      f"--trace K={setting[0]}", "lower K, --seeds, --iters or --batch")
@@ -61,6 +57,10 @@ def command(grid_name, seeds, iters, batch, device, zero_init, epsilon, threads,
         check_memory(run_bytes(max(grid.n_queries), seeds * len(grid.eta_z) * len(grid.ratio),
                                iters, batch, history=False),
                      f"the {grid_name} grid", "lower --seeds, --iters or --batch")
+    import_torch(threads)
+    from satsim.scansnap.train import resolve_device
+
+    device = str(resolve_device(device))
     common = dict(iters=iters, batch=batch, zero_init=zero_init, device=device, epsilon=epsilon)
     if setting is not None:
         _trace(setting, seeds, common, as_json, plot_dir)
