@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from languages.base import GENERIC
+from languages.base import GENERIC, LanguageError
 from languages.references import BUTOI_FLARE, DELETANG
 from languages.registry import register
 from languages.regular import RegularLanguage, dfa_graph
@@ -26,15 +26,15 @@ class AnswerLanguage(RegularLanguage):
     def split(self, s: str) -> tuple[str, str]:
         """Return (input, answer) of a string of the language."""
         if not self.contains(s):
-            raise ValueError(f"{s!r} is not in {self.name}")
+            raise LanguageError(f"{s!r} is not in {self.name}")
         return s[: len(s) - 1 - len(self.separator)], s[-1]
 
     def answer(self, text: str) -> str:
-        """Return the answer digit for a well-formed ``text`` (ValueError if malformed)."""
+        """Return the answer digit for a well-formed ``text`` (LanguageError if malformed)."""
         for d in DIGITS:
             if self.contains(text + self.separator + d):
                 return d
-        raise ValueError(f"{text!r} is not a well-formed input of {self.name}")
+        raise LanguageError(f"{text!r} is not a well-formed input of {self.name}")
 
     def _can_wrong_answer(self, length: int) -> bool:
         return self.has_positive(length)

@@ -20,7 +20,7 @@ SeedLike = int | np.random.Generator | None
 MAX_TRIES = 10_000  # attempts per negative before giving up (a generator that never works)
 
 
-class LanguageError(ValueError):
+class LanguageError(Exception):
     """A bad request to a language (unknown symbol, impossible length range, ...)."""
 
 
@@ -100,7 +100,7 @@ class Language(ABC):
         raise LanguageError(f"{self.name} has no nesting depth to bound")
 
     def encode(self, s: str) -> np.ndarray:
-        """Return the alphabet indices (int8) of ``s``; ValueError names the first bad symbol."""
+        """Return the alphabet indices (int8) of ``s``; LanguageError names the first bad symbol."""
         if not isinstance(s, str):
             raise LanguageError(f"{self.name} strings must be str, got {type(s).__name__}")
         points = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32)

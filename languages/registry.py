@@ -60,7 +60,7 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Language:
-    """Return the language called ``name``; ValueError lists the known names otherwise."""
+    """Return the language called ``name``; LanguageError lists the known names otherwise."""
     if isinstance(name, str) and name in _LANGUAGES:
         return _LANGUAGES[name]
     if isinstance(name, str) and name in _BUILT:

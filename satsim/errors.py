@@ -1,7 +1,12 @@
-"""Errors that reach the user as one-line messages."""
+"""Errors that reach the user as one-line messages.
+
+``SatsimError`` is the one class of user error in satsim; the ``languages`` package (which never
+imports satsim) has its own, ``LanguageError``. Neither is a ``ValueError``: a ``ValueError`` (or
+any other exception) raised inside satsim is a bug, and the command line keeps its traceback.
+"""
 
 
-class SatsimError(ValueError):
+class SatsimError(Exception):
     """A problem with the user's input that satsim reports in one line."""
 
 

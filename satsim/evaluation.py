@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.resources import check_memory, strings_bytes
 from satsim.simulator import Simulator
 from satsim.spec import ModelSpec
 
@@ -87,6 +88,12 @@ def parse_bins(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(bins)
 
 
+def check_test_set_memory(bins: Sequence[tuple[int, int]], n: int) -> None:
+    """Raise a one-line SatsimError when one bin's ``n`` strings would not fit in memory."""
+    largest = max((strings_bytes(n, (low + high) / 2) for low, high in bins), default=0)
+    check_memory(largest, f"-n {n} (strings per length bin)", "lower -n or the lengths")
+
+
 def test_set(
     language, n: int, min_len: int, max_len: int, seed: int, negatives: bool = True
 ) -> tuple[list[str], np.ndarray]:
@@ -95,10 +102,9 @@ def test_set(
     Without ``negatives``: n positives (the distribution a next-symbol model is trained on).
     """
     n_pos = n // 2 if negatives else n
-    try:
-        positives = language.sample_positive(n_pos, min_len, max_len, seed=seed)
-    except ValueError:
-        positives = []  # no positive has a length in this bin
+    has_positives = any(language.has_positive(length) for length in range(min_len, max_len + 1))
+    positives = (language.sample_positive(n_pos, min_len, max_len, seed=seed)
+                 if has_positives else [])
     wrong = (language.sample_negative(n - len(positives), min_len, max_len, seed=seed + 1)
              if negatives or not positives else [])
     strings = positives + wrong
@@ -131,11 +137,17 @@ def evaluate(
     n: int = 200,
     seed: int = 0,
     on_bin: Callable[[BinResult], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> EvalReport:
-    """Test ``simulator`` on ``n`` strings per length bin, checked against the language's oracle."""
+    """Test ``simulator`` on ``n`` strings per length bin, checked against the language's oracle.
+
+    ``on_bin`` hears each bin's result; ``on_progress`` (strings done, in the bin) hears how a
+    large bin goes.
+    """
     check_alphabet(simulator.spec, language)
     return evaluate_predictor(lambda strings: predict(simulator, strings), simulator.spec,
-                              language, simulator.settings.kind, bins, n, seed, on_bin)
+                              language, simulator.settings.kind, bins, n, seed, on_bin,
+                              on_progress=on_progress)
 
 
 def check_alphabet(spec: ModelSpec, language) -> None:
@@ -153,6 +165,32 @@ def bin_seed(seed: int, index: int) -> int:
     return seed + 1000 * index
 
 
+CHUNK_SYMBOLS = 1 << 22
+"""A bin with more symbols than this runs in chunks of about this many, each reported."""
+
+
+def _predict_in_chunks(predictor: Callable[[list[str]], list], strings: list[str],
+                       on_progress: Callable[[int, int], None] | None) -> tuple[list, float]:
+    """The predictor's answers and its seconds, in chunks that report (done, total) strings."""
+    chunks, chunk, size = [], [], 0
+    for string in strings:
+        chunk.append(string)
+        size += len(string) + 1
+        if size >= CHUNK_SYMBOLS:
+            chunks.append(chunk)
+            chunk, size = [], 0
+    chunks.append(chunk)
+    predicted: list = []
+    seconds = 0.0
+    for part in chunks:
+        start = time.perf_counter()
+        predicted.extend(predictor(part) if part else [])
+        seconds += time.perf_counter() - start
+        if on_progress is not None and len(chunks) > 1:
+            on_progress(len(predicted), len(strings))
+    return predicted, seconds
+
+
 def evaluate_predictor(
     predictor: Callable[[list[str]], list],
     spec: ModelSpec,
@@ -164,6 +202,7 @@ def evaluate_predictor(
     on_bin: Callable[[BinResult], None] | None = None,
     indices: Sequence[int] | None = None,
     negatives: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
     warm_up: bool = True,
 ) -> EvalReport:
     """Score any ``predictor`` (strings → answers as :func:`predict` gives them) per length bin.
@@ -175,14 +214,13 @@ def evaluate_predictor(
     """
     if n < 1:
         raise SatsimError(f"need at least one string per bin, got n={n}")
+    check_test_set_memory(bins, n)
     if warm_up:
         predictor([language.alphabet[0]])  # compile or load the kernels before timing
     results = []
     for index, (low, high) in zip(indices or range(len(bins)), bins):
         strings, labels = test_set(language, n, low, high, bin_seed(seed, index), negatives)
-        start = time.perf_counter()
-        predicted = predictor(strings)
-        seconds = time.perf_counter() - start
+        predicted, seconds = _predict_in_chunks(predictor, strings, on_progress)
         correct = count_correct(language, strings, labels, predicted)
         tokens = sum(len(s) for s in strings)
         result = BinResult(

@@ -17,6 +17,7 @@ from satsim.kernels import fused as fused_kernels
 from satsim.kernels.layers import serial_kernels
 from satsim.reference.attention import tie_sets
 from satsim.reference.forward import AttentionSettings
+from satsim.resources import check_memory
 from satsim.spec import ModelSpec
 
 
@@ -146,6 +147,20 @@ class Simulator:
         np.cumsum(lengths[:-1], out=starts[1:])
         return ids, starts, lengths
 
+    def token_bytes(self) -> int:
+        """Rough bytes of activations one token in flight holds (residual, heads, MLP, logits)."""
+        spec = self.spec
+        per_layer = sum((3 * b.attn.n_heads * max(b.attn.d_head, b.attn.d_v) if b.attn else 0)
+                        + (b.mlp.W_in.shape[1] if b.mlp else 0) for b in spec.blocks)
+        return 8 * (4 * spec.d_model + per_layer + len(spec.output.labels)) + 16
+
+    def check_memory(self, lengths: np.ndarray) -> None:
+        """Raise a one-line SatsimError when the strings' activations would not fit in memory."""
+        in_flight = np.sort(lengths)[-numba.get_num_threads():].sum() if len(lengths) else 0
+        check_memory(float(in_flight) * self.token_bytes() + 16.0 * lengths.sum(),
+                     f"running strings of up to {lengths.max(initial=0):,} symbols",
+                     "give shorter or fewer strings")
+
     def _fused(self) -> FusedModel | None:
         """The spec flattened for the fused kernel (built once), or None where it cannot run."""
         if self._fused_model is False:
@@ -159,6 +174,7 @@ class Simulator:
         path, which raises the error.
         """
         ids, starts, lengths = self.encode_all(strings)
+        self.check_memory(lengths)
         if len(lengths) == 0:
             return np.zeros((0, len(self.spec.output.labels)), self.spec.dtype), starts, lengths
         announce_compile(path="fused")
@@ -197,6 +213,7 @@ class Simulator:
         ids = self.encode(strings)
         if not ids:
             return []
+        self.check_memory(np.array([len(i) for i in ids]))
         announce_compile(path="layers")
         placed: list[tuple[BatchRun, int, int]] = [None] * len(ids)  # type: ignore[list-item]
         batches = list(self._batches(ids))

@@ -305,6 +305,26 @@ class ModelSpec:
         """Width of the residual stream."""
         return self.W_E.shape[1]
 
+    def __repr__(self) -> str:
+        """The architecture in a few lines (the arrays are in ``tensors()``)."""
+        residual = self.residual if isinstance(self.residual, bool) else list(self.residual)
+        lines = [f"ModelSpec {self.name!r}: {self.n_layers} layers, d_model {self.d_model}, "
+                 f"{self.dtype}, norm {self.norm}, residual {residual}, positional "
+                 f"{self.positional.kind}",
+                 f"  vocab {self.vocab}, bos {self.bos!r}, eos {self.eos!r}"]
+        for layer, block in enumerate(self.blocks):
+            parts = []
+            if block.attn is not None:
+                a = block.attn
+                parts.append(f"attention {a.n_heads} heads × d_head {a.d_head} "
+                             f"({'causal' if a.causal else 'bidirectional'})")
+            if block.mlp is not None:
+                parts.append(f"mlp {block.mlp.W_in.shape[1]}")
+            lines.append(f"  layer {layer}: {', '.join(parts) or 'empty'}")
+        lines.append(f"  output: {self.output.task}, readout {self.output.readout}, labels "
+                     f"{self.output.labels}")
+        return "\n".join(lines)
+
     def sublayers(self) -> list[tuple[int, str]]:
         """The (layer, "attn" | "mlp") of every sublayer present, in order."""
         return [(layer, kind) for layer, block in enumerate(self.blocks)

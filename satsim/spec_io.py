@@ -64,12 +64,16 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
 
 
 def save_spec(spec: ModelSpec, path: str | Path) -> None:
-    """Write ``spec`` to ``path`` as safetensors with its configuration in the metadata."""
-    from safetensors.numpy import save_file
+    """Write ``spec`` to ``path`` as safetensors with its configuration in the metadata.
+
+    The bytes are written by Python, so the file's mode follows the umask (safetensors' own
+    ``save_file`` creates every file with mode 0600).
+    """
+    from safetensors.numpy import save
 
     tensors = {name: np.ascontiguousarray(a) for name, a in spec.tensors().items()}
     metadata = {METADATA_KEY: json.dumps(spec_config(spec))}
-    save_file(tensors, str(path), metadata=metadata)
+    Path(path).write_bytes(save(tensors, metadata=metadata))
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -34,7 +34,7 @@ def default_tolerance(dtype: np.dtype | type) -> tuple[float, float]:
     """Return the default (atol, rtol) for inputs of ``dtype`` (float32 or float64)."""
     key = np.dtype(dtype).type
     if key not in DEFAULT_TOLERANCE:
-        raise ValueError(f"no default tie tolerance for dtype {np.dtype(dtype)}; "
+        raise SatsimError(f"no default tie tolerance for dtype {np.dtype(dtype)}; "
                          "use float32 or float64")
     return DEFAULT_TOLERANCE[key]
 

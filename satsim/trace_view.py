@@ -139,11 +139,21 @@ def render_json(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> dic
             "dim_names": [spec.dim_name(i) for i in range(spec.d_model)]}
 
 
-def plot_attention(spec: ModelSpec, trace: Trace, path: str) -> None:
-    """Draw every head's attention map (queries × keys) into one image file."""
-    if len(trace.tokens) > MAX_PLOT_TOKENS:
+def check_plottable(n_tokens: int) -> None:
+    """Raise a one-line SatsimError when attention maps of ``n_tokens`` would be unreadable."""
+    if n_tokens > MAX_PLOT_TOKENS:
         raise SatsimError(f"attention maps are drawn for strings of at most {MAX_PLOT_TOKENS} "
-                          f"tokens; this one has {len(trace.tokens)}")
+                          f"tokens (beyond that a cell is under two pixels); this one has "
+                          f"{n_tokens}: trace a shorter string, or use --json")
+
+
+def plot_attention(spec: ModelSpec, trace: Trace, path: str) -> None:
+    """Draw every head's attention map (queries × keys) into one image file.
+
+    Panels grow with the string (two pixels a token at least), share one colour bar, and a
+    dotted line marks the BOS key, where heads with nothing better to attend park.
+    """
+    check_plottable(len(trace.tokens))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,19 +163,29 @@ def plot_attention(spec: ModelSpec, trace: Trace, path: str) -> None:
               for head in range(heads.tie_size.shape[0])]
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 4 * rows), squeeze=False)
+    side = max(4.0, len(trace.tokens) / 50)
+    figure, axes = plt.subplots(rows, columns, figsize=(side * columns + 1.2, side * rows),
+                                squeeze=False, layout="constrained")
     labels = [t if len(t) == 1 else "^" for t in trace.tokens]
+    bos = [i for i, t in enumerate(trace.tokens) if spec.bos is not None and t == spec.bos]
+    image = None
     for ax, (layer, head) in zip(axes.flat, panels):
-        ax.imshow(attention_matrix(trace, layer, head), cmap="viridis", vmin=0, vmax=1)
+        image = ax.imshow(attention_matrix(trace, layer, head), cmap="viridis", vmin=0, vmax=1)
         ax.set_title(f"layer {layer} head {head}")
         if len(labels) <= 40:
             ax.set_xticks(range(len(labels)), labels)
             ax.set_yticks(range(len(labels)), labels)
+        for index in bos:
+            ax.axvline(index, color="white", lw=1, ls=":", label="BOS key (^)")
         ax.set_xlabel("key")
         ax.set_ylabel("query")
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
+    if bos:
+        axes.flat[0].legend(loc="lower left", fontsize=7, framealpha=0.8)
+    if image is not None:
+        figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8,
+                        label="attention weight (1 / tie-set size on a tie set)")
     figure.suptitle(f"{spec.name}: {trace.string[:60]!r} ({trace.settings.kind})")
-    figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

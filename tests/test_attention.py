@@ -16,6 +16,7 @@ from satsim.attention import (
     softmax_attention,
     unique_hard_attention,
 )
+from satsim.errors import SatsimError
 from satsim.kernels import attention as kernels
 from satsim.reference import attention as ref
 from satsim.tolerance import DEFAULT_TOLERANCE, default_tolerance
@@ -276,7 +277,7 @@ def test_equal_scores_tie_and_scores_apart_by_2e_4_do_not(dtype, kind):
 def test_default_tolerances():
     assert default_tolerance(np.float32) == DEFAULT_TOLERANCE[np.float32] == (1e-5, 1e-5)
     assert default_tolerance(np.dtype("float64")) == (1e-9, 1e-9)
-    with pytest.raises(ValueError, match="float16"):
+    with pytest.raises(SatsimError, match="float16"):
         default_tolerance(np.float16)
 
 
@@ -350,7 +351,7 @@ def test_empty_inputs():
     (lambda q, k, v: unique_hard_attention(q, k, v, side="middle"), "side"),
     (lambda q, k, v: attention(q * 1e160, k * 1e160, v), "overflow"),
 ])
-def test_invalid_inputs_raise_value_error(call, message):
+def test_invalid_inputs_raise_a_satsim_error(call, message):
     q, k, v = np.ones((4, 3)), np.ones((4, 3)), np.ones((4, 2))
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(SatsimError, match=message):
         call(q, k, v)

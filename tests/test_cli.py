@@ -90,7 +90,7 @@ def bad_inputs(tmp_path):
         "mismatched alphabet": (["eval", "--lang", "dyck1", "--model", str(other_alphabet)],
                                 "lacks"),
         "bad bins": (["eval", "--lang", "dyck1", "--bins", "5-2"], "bad length bin"),
-        "bad n": (["eval", "--lang", "dyck1", "-n", "0"], "at least one string"),
+        "bad n": (["eval", "--lang", "dyck1", "-n", "0"], "Invalid value for '-n': 0 is not in"),
         "bad beta": (["eval", "--lang", "dyck1", "--attention", "softmax", "--beta", "-1"],
                      "beta must be positive"),
     }
@@ -113,16 +113,19 @@ def test_bad_input_gives_one_line_and_nonzero_exit(tmp_path, case):
 def test_unknown_option_is_a_usage_error():
     result = satsim("eval", "--lang", "dyck1", "--attention", "hardmax")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: Invalid value for '--attention'")
+    assert result.stderr.strip().endswith("(see 'satsim eval -h')")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("module, extra", [("torch", "soft"), ("matplotlib", "plot")])
-def test_a_missing_optional_dependency_is_a_one_line_error(module, extra):
+def test_a_missing_optional_dependency_is_a_one_line_error(module, extra, tmp_path):
     code = (f"import sys; sys.modules[{module!r}] = None; from satsim.cli import main; "
             "sys.argv = ['satsim', *sys.argv[1:]]; main()")
-    args = (["train", "--steps", "1", "--out", "/nonexistent/run"] if module == "torch" else
-            ["trace", "--lang", "dyck1", "()", "--plot", "/nonexistent/plot.png"])
+    args = (["train", "--steps", "1", "--out", str(tmp_path / "run")] if module == "torch" else
+            ["trace", "--lang", "dyck1", "()", "--plot", str(tmp_path / "plot.png")])
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                             timeout=600)
-    lines = [line for line in result.stderr.splitlines() if "compiling kernels" not in line]
+    lines = [line for line in result.stderr.splitlines() if "satsim: compiling" not in line]
     assert result.returncode == 2 and len(lines) == 1, result.stderr  # a cold cache may say so
     assert lines[0].startswith("error: ") and f'pip install "satsim[{extra}]"' in lines[0]

@@ -7,6 +7,7 @@ import pytest
 
 import languages
 from satsim import Simulator, constructions
+from satsim.errors import SatsimError
 from satsim.reference.forward import forward
 
 DYCK1 = languages.get("dyck1")
@@ -84,7 +85,7 @@ def test_layer_two_tie_sets_hold_only_the_worst_prefixes():
 
 
 def test_unknown_construction_is_a_clear_error():
-    with pytest.raises(ValueError, match="no construction for 'dyck7'; known: anbn"):
+    with pytest.raises(SatsimError, match="no construction for 'dyck7'; known: anbn"):
         constructions.build("dyck7")
 
 

@@ -236,7 +236,6 @@ def test_a_warm_fused_kernel_is_quiet_while_the_layer_kernels_are_cold(monkeypat
     import satsim.kernels as kernels_module
     from satsim.kernels import fused
 
-    monkeypatch.setattr(kernels_module, "_announced", False)
     monkeypatch.setattr(kernels_module, "_checked", set())
     monkeypatch.setattr(kernels_module, "_is_cached",
                         lambda kernel: kernel is fused.forward_strings)
@@ -246,7 +245,9 @@ def test_a_warm_fused_kernel_is_quiet_while_the_layer_kernels_are_cold(monkeypat
     assert "compiling" not in capsys.readouterr().err
     assert kernels_module.announce_compile(path="layers")
     assert not kernels_module.announce_compile(path="layers")
-    assert capsys.readouterr().err.count("compiling kernels") == 1
+    assert capsys.readouterr().err.count("compiling the layers kernels (about 17 s here") == 1
+    assert kernels_module.announce_compile(path="tiles")  # every cold path says so, not the first
+    assert capsys.readouterr().err.count("compiling the tiles kernels") == 1
 
 
 def test_logits_accepts_and_next_symbols_take_the_fused_path(monkeypatch):

@@ -54,7 +54,7 @@ def test_registry_and_metadata():
 
 
 def test_unknown_language_lists_known_names():
-    with pytest.raises(ValueError, match=r"unknown language 'dyk1'; known: .*dyck1") as err:
+    with pytest.raises(LanguageError, match=r"unknown language 'dyk1'; known: .*dyck1") as err:
         languages.get("dyk1")
     assert "\n" not in str(err.value)
 
@@ -90,14 +90,14 @@ def test_register_plugs_in_a_new_language_and_rejects_bad_ones():
     try:
         assert languages.get("test-empty") is lang
         assert lang.sample_negative(3, 0, 2, seed=1) == lang.sample_negative(3, 0, 2, seed=1)
-        with pytest.raises(ValueError, match="no positive strings"):
+        with pytest.raises(LanguageError, match="no positive strings"):
             lang.sample_positive(1, 0, 5)
     finally:
         languages.registry._LANGUAGES.pop("test-empty")
 
     bad = Empty()
     bad.alphabet = ("ab",)
-    with pytest.raises(ValueError, match="one-character"):
+    with pytest.raises(LanguageError, match="one-character"):
         languages.register(bad)
 
 
@@ -188,7 +188,7 @@ def test_positives_reproducible_and_seed_dependent():
 def test_positives_property(seed, a, b):
     lo, hi = min(a, b), max(a, b)
     if lo == hi and lo % 2:
-        with pytest.raises(ValueError, match="even length"):
+        with pytest.raises(LanguageError, match="even length"):
             DYCK.sample_positive(3, lo, hi, seed=seed)
         return
     for s in DYCK.sample_positive(20, lo, hi, seed=seed):
@@ -225,11 +225,11 @@ def test_negatives_reproducible_and_restrictable():
     assert a != DYCK.sample_negative_labelled(300, 0, 30, seed=6)
     only = DYCK.sample_negative_labelled(200, 1, 20, seed=2, labels=["dip-once"])
     assert {label for _, label in only} == {"dip-once"} and all(len(s) % 2 == 0 for s, _ in only)
-    with pytest.raises(ValueError, match="unknown negative generator.*known: flip"):
+    with pytest.raises(LanguageError, match="unknown negative generator.*known: flip"):
         DYCK.sample_negative(1, 1, 4, labels=["swap"])
-    with pytest.raises(ValueError, match=r"no negative strings with length in \[0, 0\]"):
+    with pytest.raises(LanguageError, match=r"no negative strings with length in \[0, 0\]"):
         DYCK.sample_negative(1, 0, 0)
-    with pytest.raises(ValueError, match="no negative strings"):
+    with pytest.raises(LanguageError, match="no negative strings"):
         DYCK.sample_negative(1, 3, 3, labels=["flip"])
 
 
@@ -259,27 +259,27 @@ def test_long_strings():
 
 def test_symbol_errors():
     msg = r"symbol 'x' at position 3 is not in the alphabet of dyck1 \('\(', '\)'\)"
-    with pytest.raises(ValueError, match=msg):
+    with pytest.raises(LanguageError, match=msg):
         DYCK.contains("(()x)")
-    with pytest.raises(ValueError, match="symbol 'é' at position 0"):
+    with pytest.raises(LanguageError, match="symbol 'é' at position 0"):
         DYCK.next_symbols("é")
     with pytest.raises(LanguageError, match="position 1"):
         DYCK.depth_profile("([")
 
 
 def test_argument_errors():
-    with pytest.raises(ValueError, match=r"min_len \(5\) is greater than max_len \(2\)"):
+    with pytest.raises(LanguageError, match=r"min_len \(5\) is greater than max_len \(2\)"):
         DYCK.sample_positive(1, 5, 2)
-    with pytest.raises(ValueError, match=r"no positive strings with length in \[3, 3\].*even"):
+    with pytest.raises(LanguageError, match=r"no positive strings with length in \[3, 3\].*even"):
         DYCK.sample_positive(1, 3, 3)
     for bad in (-1, 1.5, True, "3"):
-        with pytest.raises(ValueError, match="n must be a non-negative integer"):
+        with pytest.raises(LanguageError, match="n must be a non-negative integer"):
             DYCK.sample_positive(bad, 0, 4)
-        with pytest.raises(ValueError, match="n must be a non-negative integer"):
+        with pytest.raises(LanguageError, match="n must be a non-negative integer"):
             DYCK.sample_negative(bad, 1, 4)
-    with pytest.raises(ValueError, match="min_len must be"):
+    with pytest.raises(LanguageError, match="min_len must be"):
         DYCK.sample_negative(1, -2, 4)
-    with pytest.raises(ValueError, match="length must be"):
+    with pytest.raises(LanguageError, match="length must be"):
         DYCK.count(-1)
     assert DYCK.count(7) == 0
 

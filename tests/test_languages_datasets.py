@@ -8,7 +8,7 @@ from helpers import run_satsim
 from lang_refs import REFERENCE
 
 import languages
-from languages import EOS, datasets
+from languages import EOS, LanguageError, datasets
 from satsim.cli import cli
 
 
@@ -68,7 +68,7 @@ def test_transduction_splits_input_and_answer():
     for r in rows:
         assert lang.answer(r["input"]) == r["output"]
         assert REFERENCE["modular-arithmetic"](r["input"] + "=" + r["output"])
-    with pytest.raises(ValueError, match="not an input-then-answer"):
+    with pytest.raises(LanguageError, match="not an input-then-answer"):
         list(datasets.build(languages.get("dyck1"), 5, task="transduction"))
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lang_refs import REFERENCE, all_strings
 
 import languages
-from languages import paths
+from languages import LanguageError, paths
 from languages.base import EDITS
 from languages.exact import WeightedChoice, refine_choice, uniform_below
 
@@ -75,7 +75,7 @@ def test_lengths_are_uniform_over_lengths_that_have_strings():
     lengths = Counter(len(s) for s in lang.sample_positive(9000, 0, 17, seed=4))
     assert set(lengths) == {0, 3, 6, 9, 12, 15}
     assert all(abs(c - 1500) < 200 for c in lengths.values())
-    with pytest.raises(ValueError, match=r"no positive strings.*divisible by 3"):
+    with pytest.raises(LanguageError, match=r"no positive strings.*divisible by 3"):
         lang.sample_positive(1, 4, 5)
 
 
@@ -169,7 +169,7 @@ def test_depth_is_controllable_and_reported():
     reset = languages.get("reset-dyck1").with_max_depth(2)
     assert all(reset.stats(s)["max_depth"] <= 2 for s in reset.sample_positive(300, 0, 40))
     assert all(REFERENCE["reset-dyck1"](s) for s in reset.sample_positive(300, 0, 40))
-    with pytest.raises(ValueError, match="no nesting depth"):
+    with pytest.raises(LanguageError, match="no nesting depth"):
         languages.get("tomita1").with_max_depth(3)
 
 
@@ -182,7 +182,7 @@ def test_critical_pcfg_is_available_but_nested_only():
     assert not all(languages.get("dyck2").contains(s) for s in uniform)
     bounded = languages.sample_critical_pcfg(languages.get("dyck-2-3"), 100, 2, 30, seed=2)
     assert all(languages.get("dyck-2-3").contains(s) for s in bounded)
-    with pytest.raises(ValueError, match="bracket language"):
+    with pytest.raises(LanguageError, match="bracket language"):
         languages.sample_critical_pcfg(languages.get("tomita1"), 1, 0, 4)
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from lang_refs import REFERENCE, all_strings, completion_bound, members
 
 import languages
-from languages import EOS
+from languages import EOS, LanguageError
 
 NAMES = languages.names()
 REQUIRED = {
@@ -48,7 +48,7 @@ def test_parametrised_names_resolve_and_bad_ones_explain():
     assert "dyck-2-7" not in languages.names()
     for bad, why in [("dyck-9-3", "unknown language"), ("dyck-2-0", "depth bound"),
                      ("dyck-2-03", "unknown language")]:
-        with pytest.raises(ValueError, match=why) as err:
+        with pytest.raises(LanguageError, match=why) as err:
             languages.get(bad)
         assert "\n" not in str(err.value)
 
@@ -99,10 +99,10 @@ def test_next_symbols_agree_with_bounded_brute_force(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_bad_symbols_are_one_line_value_errors(name):
+def test_bad_symbols_are_one_line_language_errors(name):
     lang = languages.get(name)
     for call in (lang.contains, lang.next_symbols, lang.stats):
-        with pytest.raises(ValueError, match="not in the alphabet") as err:
+        with pytest.raises(LanguageError, match="not in the alphabet") as err:
             call(lang.alphabet[0] + "\u00e9")
         assert "\n" not in str(err.value)
 

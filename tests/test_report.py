@@ -231,3 +231,23 @@ def test_next_symbol_models_are_scored_on_positives_and_recognisers_on_both():
     pairs = evaluate_bins(recogniser, Simulator(recogniser), language, [(2, 30)], n=20,
                           device="cpu")
     assert pairs[0].limit.negatives == 10 and pairs[0].limit.accuracy == 1.0
+
+
+def test_report_plots_show_signs_log_loss_and_hook_names(tmp_path):
+    from satsim.soft.model import residual_names
+    from satsim.training import plots
+
+    report = build_report(make_run(tmp_path / "run"), [(0, 12)], n=4, device="cpu", roles_n=4)
+    names = residual_names(report.run.final)
+    assert names[0] == "blocks.0.hook_resid_pre" and names[-1].endswith("hook_resid_post")
+    for r in report.run.rows:
+        r["representation_similarity"] = [0.5] * len(names)
+    plt = plots._pyplot()
+    fig, (projections, training, similarity) = plt.subplots(1, 3)
+    plots._projections(projections, report)
+    plots._training(training, report)
+    plots._similarity(similarity, report)
+    assert projections.get_yscale() == "symlog"  # θᵀ∇L = -0.1 in these rows: its sign shows
+    assert training.get_yscale() == "log" and "loss" in training.get_ylabel()
+    assert [line.get_label() for line in similarity.get_lines()] == names
+    plt.close(fig)

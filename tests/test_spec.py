@@ -149,3 +149,11 @@ def test_per_sublayer_residual_flags_round_trip_and_are_checked(tmp_path):
 def test_astype_converts_every_tensor():
     spec = random_spec(0).astype(np.float32)
     assert {a.dtype for a in spec.tensors().values()} == {np.dtype(np.float32)}
+
+
+def test_repr_shows_the_architecture_in_a_few_lines_not_the_arrays():
+    spec = random_spec(0, n_layers=2, n_heads=2, d_head=4, d_mlp=6, norm="pre")
+    text = repr(spec)
+    assert len(text.splitlines()) == 5 and "array" not in text
+    assert "2 layers, d_model 8, float64, norm pre" in text
+    assert "layer 1: attention 2 heads × d_head 4 (causal), mlp 6" in text

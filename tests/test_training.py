@@ -181,12 +181,34 @@ def test_cli_trains_resumes_and_refuses_bad_input(tmp_path):
     assert "unknown language" in str(unknown.exception) and not (tmp_path / "k").exists()
 
 
-def test_a_damaged_checkpoint_is_a_one_line_error(tmp_path):
-    config = TrainConfig(**{**SMALL, "steps": 20})
+def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
+    config = TrainConfig(**{**SMALL, "steps": 40})
     train(config, tmp_path / "run")
-    (tmp_path / "run" / "checkpoints" / "step-00000020.state.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(SatsimError, match="cannot read checkpoint state"):
+    final = ModelSpec.load(str(tmp_path / "run" / "final.safetensors")).tensors()
+    (tmp_path / "run" / "checkpoints" / "step-00000040.state.pt").write_bytes(b"not a checkpoint")
+    spec_20 = tmp_path / "run" / "checkpoints" / "step-00000020.safetensors"
+    spec_20.write_bytes(spec_20.read_bytes()[:100])  # truncated
+    notices = []
+    resumed = train(config, tmp_path / "run", resume=True, notice=notices.append)
+    assert "checkpoint 40 is damaged (cannot read checkpoint state" in notices[0]
+    assert "checkpoint 20 is damaged" in notices[1] and resumed.resumed_from is None
+    again = ModelSpec.load(str(tmp_path / "run" / "final.safetensors")).tensors()
+    assert all(np.array_equal(final[name], again[name]) for name in final)
+    assert [row["step"] for row in rows(tmp_path / "run")] == [0, 10, 20, 30, 39]
+
+
+def test_a_half_written_last_metrics_line_is_dropped_on_resume(tmp_path):
+    config = TrainConfig(**{**SMALL, "steps": 40})
+    whole = train(config, tmp_path / "run")
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    text = metrics.read_text()
+    metrics.write_text(text + text.splitlines()[-1][:37])  # a kill in the middle of a row
+    train(config, tmp_path / "run", resume=True)
+    assert [r["step"] for r in rows(tmp_path / "run")] == [0, 10, 20, 30, 39]
+    metrics.write_text("{\"step\": 0,\n" + text)
+    with pytest.raises(SatsimError, match="metrics.jsonl line 1 is not a metrics row"):
         train(config, tmp_path / "run", resume=True)
+    assert whole.resumed_from is None
 
 
 def test_a_training_process_killed_with_sigkill_resumes_to_the_same_weights(tmp_path):
@@ -214,3 +236,24 @@ def test_a_training_process_killed_with_sigkill_resumes_to_the_same_weights(tmp_
     a = ModelSpec.load(str(tmp_path / "whole" / "final.safetensors")).tensors()
     b = ModelSpec.load(str(cut / "final.safetensors")).tensors()
     assert all(np.array_equal(a[name], b[name]) for name in a)
+
+
+def test_resume_applies_more_steps_and_refuses_other_changed_options_by_name(tmp_path):
+    runner = CliRunner()
+    out = str(tmp_path / "run")
+    args = ["train", "--steps", "10", "--train-size", "100", "--d-model", "8", "--out", out]
+    assert runner.invoke(cli, args).exit_code == 0
+    changed = runner.invoke(cli, ["train", "--resume", "--out", out, "--lr", "0.5",
+                                  "--d-model", "16"], standalone_mode=False)
+    assert isinstance(changed.exception, SatsimError)
+    assert "only --steps may change: --d-model 16 (the run has 8), --lr 0.5 (the run has 0.003)" \
+        in str(changed.exception)
+    same = runner.invoke(cli, ["train", "--resume", "--out", out, "--d-model", "8", "--steps",
+                               "15", "--json"])
+    assert same.exit_code == 0, same.output
+    summary = json.loads(same.output.strip().splitlines()[-1])
+    assert summary["steps"] == 15 and summary["resumed_from"] == 10
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["steps"] == 15
+    fewer = runner.invoke(cli, ["train", "--resume", "--out", out, "--steps", "12"],
+                          standalone_mode=False)
+    assert "already at step 15, past --steps 12" in str(fewer.exception)

@@ -42,6 +42,31 @@ def get_language(name: str):
     return languages.get(name)
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest integer any option takes: more than any run can hold, within every integer type
+the samplers and kernels use (so a huge number is refused by name instead of overflowing)."""
+
+
+class Count(click.IntRange):
+    """An integer from a minimum to MAX_COUNT; help shows the minimum only."""
+
+    def _describe_range(self) -> str:
+        return f"x>={self.min}"
+
+    def convert(self, value, param, ctx):
+        """The integer, with a plain message when it is beyond what satsim takes."""
+        number = click.INT.convert(value, param, ctx)
+        if number > MAX_COUNT:
+            self.fail(f"{number} is more than {MAX_COUNT:,}, the largest number satsim takes",
+                      param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def count(minimum: int = 0) -> click.IntRange:
+    """The type of an integer option: from ``minimum`` to MAX_COUNT."""
+    return Count(min=minimum, max=MAX_COUNT)
+
+
 MODEL_OPTIONS = [
     click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
     click.option("--model", "model_path", type=click.Path(dir_okay=False),
@@ -56,6 +81,23 @@ MODEL_OPTIONS = [
     click.option("--atol", type=float, default=None, help="Absolute tie tolerance."),
     click.option("--rtol", type=float, default=None, help="Relative tie tolerance."),
 ]
+
+
+class OutputPath(click.Path):
+    """A file or folder a command writes, checked when the options are parsed, before any work."""
+
+    def __init__(self, folder: bool = False) -> None:
+        super().__init__(dir_okay=folder, file_okay=not folder)
+        self.folder = folder
+        self.name = "folder" if folder else "file"
+
+    def convert(self, value, param, ctx):
+        """Check the path now; a bad one is a one-line SatsimError."""
+        from satsim.output import check_output_file, check_output_folder
+
+        option = param.opts[0] if param is not None and param.opts else "output"
+        check = check_output_folder if self.folder else check_output_file
+        return str(check(value, option))
 
 
 def with_model_options(fn):

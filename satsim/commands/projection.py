@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from satsim.commands.options import OutputPath, count
 from satsim.errors import SatsimError
 
 DEFAULT_VARIANTS = "attention,attention-no-bias,ffn,ffn-no-bias,ffn-no-bias-no-residual"
@@ -53,24 +54,24 @@ def parse_numbers(text: str, what: str) -> list[float]:
               help="Scales c, in order: numbers, LO-HI integer ranges, LO:HI:STEP ranges.")
 @click.option("--accuracies", "accuracies_text", default="0.75:1:0.025", show_default=True,
               help="Accuracy grid for ρ*(a); 1.0 and 0.8 (the curves) are always added.")
-@click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--seeds", type=count(1), default=5, show_default=True,
               help="Random initialisations (seeds FIRST … FIRST+N−1).")
-@click.option("--first-seed", type=int, default=0, show_default=True, help="First seed.")
-@click.option("--n", "n", type=click.IntRange(min=2), default=512, show_default=True,
+@click.option("--first-seed", type=count(), default=0, show_default=True, help="First seed.")
+@click.option("-n", "--n", "n", type=count(2), default=512, show_default=True,
               help="Random inputs (one sequence of this length for attention).")
-@click.option("--hidden", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--hidden", type=count(1), default=10, show_default=True,
               help="Hidden size of the sublayer.")
-@click.option("--classes", type=click.IntRange(min=2), default=10, show_default=True,
+@click.option("--classes", type=count(2), default=10, show_default=True,
               help="Classes of the random affine head.")
 @click.option("--scale-head", is_flag=True,
               help="Put the head in θ: scaled by c, counted in the projection and in ‖θ0‖ "
                    "(default: the head is part of the loss, fixed).")
 @click.option("--no-head-bias", is_flag=True,
               help="A linear head instead of an affine one (control: homogeneous logits).")
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--threads", type=count(1), default=1, show_default=True,
               help="torch CPU threads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(), default=None,
               help="Write the three-panel figure (PNG) to this file.")
 def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, hidden, classes,
             scale_head, no_head_bias, threads, as_json, plot_path) -> None:

@@ -6,22 +6,24 @@ import json
 
 import click
 
+from satsim.commands.options import OutputPath, count
+
 
 @click.command("report")
 @click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False))
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--plot", "plot_dir", type=OutputPath(folder=True), default=None,
               help="Write the figures (PNG) into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--bins", "bins_text", default=None,
               help="Length bins like 0-50,51-100 (default: the run's split, then longer bins).")
-@click.option("-n", "n", type=int, default=100, show_default=True,
+@click.option("-n", "n", type=count(), default=100, show_default=True,
               help="Strings per length bin (half positives, half hard negatives).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True, help="Where the soft model runs.")
-@click.option("--soft-max-len", type=int, default=2048, show_default=True,
+@click.option("--soft-max-len", type=count(), default=2048, show_default=True,
               help="Bins longer than this are run by the saturated limit only (O(T²) memory).")
-@click.option("--roles-n", type=int, default=50, show_default=True,
+@click.option("--roles-n", type=count(), default=50, show_default=True,
               help="Strings (from the first bin) for the head roles.")
 def command(run_dir, plot_dir, as_json, bins_text, n, seed, device, soft_max_len,
             roles_n) -> None:
@@ -36,20 +38,16 @@ def command(run_dir, plot_dir, as_json, bins_text, n, seed, device, soft_max_len
         raise SatsimError(f"--soft-max-len must be at least 0, got {soft_max_len}")
     where = str(resolve_device(device))
     report = build_report(run_dir, bins, n, seed, device=where, soft_max_len=soft_max_len,
-                          roles_n=roles_n)
+                          roles_n=roles_n,
+                          progress=lambda line: click.echo(f"report: {line}", err=True))
+    if not as_json:
+        click.echo(render(report))  # before the plots: a failed write loses nothing
     written = []
     if plot_dir:
         from satsim.training.plots import write_plots
 
-        try:
-            written = write_plots(report, plot_dir)
-        except OSError as error:
-            raise SatsimError(f"cannot write plots into {plot_dir}: {error}") from None
+        written = write_plots(report, plot_dir)
     if as_json:
-        data = report.to_dict()
-        data["plots"] = [str(p) for p in written]
-        click.echo(json.dumps(data))
-        return
-    click.echo(render(report))
-    if written:
+        click.echo(json.dumps({**report.to_dict(), "plots": [str(p) for p in written]}))
+    elif written:
         click.echo(f"\nplots: {', '.join(str(p) for p in written)}")

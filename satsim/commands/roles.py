@@ -6,26 +6,29 @@ import json
 
 import click
 
-from satsim.commands.options import simulator_from_options, with_model_options
+from satsim.commands.options import count, simulator_from_options, with_model_options
 
 
 @click.command("roles")
 @with_model_options
-@click.option("-n", "n", type=int, default=100, show_default=True, help="Strings to sample.")
-@click.option("--min-len", type=int, default=8, show_default=True)
-@click.option("--max-len", type=int, default=64, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-n", "n", type=count(), default=100, show_default=True, help="Strings to sample.")
+@click.option("--min-len", type=count(), default=8, show_default=True,
+              help="Shortest sampled string.")
+@click.option("--max-len", type=count(), default=64, show_default=True,
+              help="Longest sampled string.")
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per head.")
 def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len, max_len, seed,
             as_json) -> None:
     """Head roles from exact tie sets: local (a few positions) or global (most of the prefix)."""
     from satsim.commands.options import get_language
     from satsim.errors import SatsimError
-    from satsim.evaluation import test_set
+    from satsim.evaluation import check_test_set_memory, test_set
     from satsim.head_roles import head_roles
 
     if n < 1:
         raise SatsimError(f"need at least one string, got -n {n}")
+    check_test_set_memory([(min_len, max_len)], n)
     language = get_language(lang_name)
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     strings, _ = test_set(language, n, min_len, max_len, seed)

@@ -6,7 +6,10 @@ import sys
 
 import click
 
-PROGRESS_FROM = 5000  # show a progress bar (on stderr) from this many records on
+from languages.datasets import PRESETS, SAMPLERS, TASKS
+from satsim.commands.options import OutputPath, count
+
+PROGRESS_FROM = 200_000  # show a progress bar (on stderr) from this many symbols on
 
 
 def _plain(row: dict) -> str:
@@ -22,24 +25,25 @@ def _plain(row: dict) -> str:
 
 @click.command("sample")
 @click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`).")
-@click.option("-n", "n", type=int, default=100, show_default=True,
+@click.option("-n", "n", type=count(), default=100, show_default=True,
               help="Records (with --split: the training split; other splits are shares of it).")
-@click.option("--min-len", type=int, default=0, show_default=True, help="Shortest length.")
-@click.option("--max-len", type=int, default=40, show_default=True, help="Longest length.")
-@click.option("--split", "preset", default=None,
-              help="Split preset: bhattamishra, deletang, flare or satsim (ignores the lengths).")
-@click.option("--task", default="recognition", show_default=True,
-              help="recognition, next-symbol or transduction.")
+@click.option("--min-len", type=count(), default=0, show_default=True, help="Shortest length.")
+@click.option("--max-len", type=count(), default=40, show_default=True, help="Longest length.")
+@click.option("--split", "preset", type=click.Choice(list(PRESETS)), default=None,
+              help="Split preset (ignores the lengths).")
+@click.option("--task", type=click.Choice(TASKS), default="recognition", show_default=True,
+              help="What each record holds.")
 @click.option("--negatives", default=None,
               help="mixed (half negatives, all generators; default for recognition), none, "
                    "boundary (pairs one edit apart) or one generator's label.")
-@click.option("--sampler", default="uniform", show_default=True,
+@click.option("--sampler", type=click.Choice(SAMPLERS), default="uniform", show_default=True,
               help="uniform (exact), or pcfg: the critical PCFG of older suites (brackets only).")
-@click.option("--max-depth", type=int, default=None,
+@click.option("--max-depth", type=count(), default=None,
               help="Use the sublanguage of nesting depth <= this (bracket and counter languages).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same bytes.")
+@click.option("--seed", type=count(), default=0, show_default=True,
+              help="Seed: same seed, same bytes.")
 @click.option("--json", "as_json", is_flag=True, help="Write JSON lines (one record per line).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--out", "out_path", type=OutputPath(), default=None,
               help="Write to this file instead of standard output.")
 @click.option("--list-negatives", is_flag=True, help="List the language's negative generators.")
 def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, max_depth, seed,
@@ -47,6 +51,7 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
     """Sample a dataset of a language: uniform positives, oracle-checked labelled negatives."""
     import languages
     from languages import datasets
+    from satsim.resources import check_memory, strings_bytes
 
     language = languages.get(lang_name)
     if max_depth is not None:
@@ -57,10 +62,14 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
     splits = datasets.splits_for(preset, min_len, max_len)
     datasets.check_options(language, task, datasets.negatives_for(task, negatives), sampler)
     total = sum(split.size(n) for split in splits)
+    longest = max(max(split.max_len for split in splits), 1)
+    check_memory(max(strings_bytes(split.size(n), (split.min_len + split.max_len) / 2)
+                     for split in splits), f"-n {n} with lengths up to {max_len}",
+                 "lower -n or --max-len")
     handle = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
     try:
         with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
-                               hidden=total < PROGRESS_FROM) as bar:
+                               hidden=total * longest < PROGRESS_FROM) as bar:
             for row in datasets.build(language, n, preset=preset, min_len=min_len,
                                       max_len=max_len, task=task, negatives=negatives,
                                       sampler=sampler, seed=seed, progress=bar.update):

@@ -7,8 +7,9 @@ import json
 import click
 import numpy as np
 
-from satsim.commands.options import load_model
+from satsim.commands.options import OutputPath, count, load_model
 from satsim.errors import SatsimError
+from satsim.resources import check_memory, strings_bytes
 from satsim.spec import ModelSpec
 
 
@@ -30,6 +31,8 @@ def pick_strings(spec: ModelSpec, lang_name: str | None, n: int, max_len: int,
 
     if n < 1 or max_len < 0:
         raise SatsimError("-n must be at least 1 and --max-len at least 0")
+    check_memory(strings_bytes(n, max_len / 2), f"-n {n} strings up to --max-len {max_len}",
+                 "lower -n or --max-len")
     if lang_name is not None and lang_name in languages.names():
         language = languages.get(lang_name)
         strings = language.sample_positive(n // 2, 0, max_len, seed=seed)
@@ -104,15 +107,15 @@ def _plot(result, path: str) -> None:
 @click.option("--rates", "rates_text", default=None,
               help="Per-group rates PATTERN=R,... (e.g. 'blocks.*.attn.*=2').")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
-              show_default=True)
+              show_default=True, help="Where the soft twin runs.")
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
-              show_default=True)
-@click.option("-n", "n", type=int, default=20, show_default=True, help="Number of strings.")
-@click.option("--max-len", type=int, default=16, show_default=True, help="Longest string.")
-@click.option("--seed", type=int, default=0, show_default=True)
+              show_default=True, help="Precision of the soft twin.")
+@click.option("-n", "n", type=count(), default=20, show_default=True, help="Number of strings.")
+@click.option("--max-len", type=count(), default=16, show_default=True, help="Longest string.")
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--exact/--no-exact", default=True, show_default=True,
               help="Also compare with the exact limit (asymptotic expansion; slower).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(), default=None,
               help="Draw the curves into this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, max_len, seed,
@@ -129,9 +132,9 @@ def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, ma
     where = str(resolve_device(device))
     result = convergence(spec, strings, scales, rates=rates, device=where, dtype=dtype,
                          exact=exact)
-    if plot_path:
-        _plot(result, plot_path)
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "device": where, "dtype": dtype}))
-        return
-    _report(result, where, dtype)
+    else:
+        _report(result, where, dtype)
+    if plot_path:  # after the results are out, so a failed write loses nothing
+        _plot(result, plot_path)

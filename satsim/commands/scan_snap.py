@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from satsim.commands.options import OutputPath, count
 from satsim.errors import SatsimError
 from satsim.scansnap.data import LOSSES, N_COMMON
 from satsim.scansnap.grid import GRIDS
@@ -22,11 +23,11 @@ def _progress(total: int, label: str):
 @click.option("--grid", "grid_name", type=click.Choice(list(GRIDS)), default="small",
               show_default=True, help="Settings to sweep: the published K × η_Z × r grid, or a "
               "2 × 2 × 2 one.")
-@click.option("--seeds", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--seeds", type=count(1), default=10, show_default=True,
               help="Seeds per setting.")
-@click.option("--iters", type=click.IntRange(min=1), default=100, show_default=True,
+@click.option("--iters", type=count(1), default=100, show_default=True,
               help="SGD iterations.")
-@click.option("--batch", type=click.IntRange(min=1), default=128, show_default=True,
+@click.option("--batch", type=count(1), default=128, show_default=True,
               help="Sequences per batch.")
 @click.option("--device", default="auto", show_default=True,
               help="auto, cpu, cuda or cuda:N.")
@@ -38,7 +39,7 @@ def _progress(total: int, label: str):
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_EPSILON,
               show_default=True, help="Snap threshold on the per-iteration TV change of the "
               "attention composition.")
-@click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--threads", type=count(1), default=2, show_default=True,
               help="torch CPU threads.")
 @click.option("--trace", "trace_text", metavar="K,ETA_Z,R", default=None,
               help="Trace one setting every iteration instead of running the grid.")
@@ -50,12 +51,13 @@ def _progress(total: int, label: str):
 @click.option("--common-per-query", type=click.IntRange(min=0), default=0, show_default=True,
               help="Common tokens of each query token (--trace and --setting only).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--plot", "plot_dir", type=OutputPath(folder=True), default=None,
               help="Write PNG figures (and a trace's arrays) into this folder.")
 def command(grid_name, seeds, iters, batch, device, zero_init, loss_kind, epsilon, threads,
             trace_text, named, common, common_per_query, as_json, plot_dir) -> None:
     """Reproduce Scan and Snap: attention entropy over K × η_Z × r, snap points, saturation."""
     from satsim.commands.torch_setup import import_torch
+    from satsim.resources import check_memory
     from satsim.scansnap.data import Task
     from satsim.scansnap.trace import FIG4, fig4_task, parse_setting
 
@@ -70,6 +72,16 @@ def command(grid_name, seeds, iters, batch, device, zero_init, loss_kind, epsilo
         trace = dict(task=Task(k, **layout), eta_z=eta_z, ratio=ratio, zero_init=zero_init)
     elif named == "fig4":
         trace = dict(task=fig4_task(**layout), name="fig4", **FIG4)
+    if trace_text is not None or named is not None:
+        task = trace["task"]
+        check_memory(run_bytes(task.n_queries, task.n_vocab, seeds, iters, batch, history=True),
+                     f"the trace of K={task.n_queries}", "lower K, --seeds, --iters or --batch")
+    else:
+        grid = GRIDS[grid_name]
+        k = max(grid.n_queries)
+        check_memory(run_bytes(k, Task(k).n_vocab, seeds * len(grid.eta_z) * len(grid.ratio),
+                               iters, batch, history=False),
+                     f"the {grid_name} grid", "lower --seeds, --iters or --batch")
     import_torch(threads)
     from satsim.scansnap.train import resolve_device
 
@@ -82,10 +94,17 @@ def command(grid_name, seeds, iters, batch, device, zero_init, loss_kind, epsilo
               threads)
 
 
+def run_bytes(k: int, width: int, runs: int, iters: int, batch: int, history: bool) -> float:
+    """Rough float64 bytes of ``runs`` runs with K query tokens and M = ``width`` tokens."""
+    per_run = (4 * batch * width + 12 * k * width + (iters + 1) * 16
+               + (iters + 1) * 3 * k * width * history)  # + per-iteration measures (+ Z, Y)
+    return 8.0 * runs * per_run
+
+
 def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
     """Run a grid, print its table or JSON, draw its figures."""
     from satsim.scansnap.grid import run_grid
-    from satsim.scansnap.report import grid_matrix, grid_table
+    from satsim.scansnap.report import divergence_note, grid_matrix, grid_table
 
     total = len(grid.n_queries) * common["iters"]
     with _progress(total, f"{grid.name} grid, {grid.n_cells} cells × {seeds} seeds") as bar:
@@ -99,6 +118,9 @@ def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
                f"{result.batch} · {init} · loss over {_loss_text(result.loss)} · "
                f"{result.device} · {threads} threads")
     for line in grid_table(result) + [""] + grid_matrix(result):
+        click.echo(line)
+    for line in divergence_note(sum(int(c.diverged.sum()) for c in result.cells),
+                                sum(len(c.snap) for c in result.cells)):
         click.echo(line)
     click.echo(f"wall time {result.wall_s:.1f} s")
     for path in files:

@@ -6,13 +6,13 @@ import json
 
 import click
 
-from satsim.commands.options import simulator_from_options, with_model_options
+from satsim.commands.options import OutputPath, simulator_from_options, with_model_options
 
 
 @click.command("trace")
 @with_model_options
 @click.argument("string")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+@click.option("--plot", "plot_path", type=OutputPath(),
               help="Also draw every head's attention map into this image file (PNG, PDF, SVG).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, task, attention, beta, atol, rtol, string, plot_path,
@@ -20,17 +20,19 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
     """Trace STRING through the model: tie sets, tie gaps, and what each head and layer wrote."""
     from satsim.commands.options import get_language
     from satsim.head_roles import roles_from_traces
-    from satsim.trace_view import plot_attention, render_json, render_text
+    from satsim.trace_view import check_plottable, plot_attention, render_json, render_text
 
     language = get_language(lang_name)
     member = language.contains(string)  # a symbol outside the alphabet stops here
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    if plot_path:
+        check_plottable(len(simulator.encode([string])[0]))
     trace = simulator.trace(string)
     roles = {(r.layer, r.head): r.role for r in roles_from_traces([trace])}
-    if plot_path:
-        plot_attention(simulator.spec, trace, plot_path)
     if as_json:
         click.echo(json.dumps(render_json(simulator.spec, trace, roles)))
     else:
         click.echo(render_text(simulator.spec, trace, roles))
         click.echo(f"oracle: {string!r} is {'in' if member else 'not in'} {language.name}")
+    if plot_path:  # after the trace is out, so a failed write loses nothing
+        plot_attention(simulator.spec, trace, plot_path)

@@ -17,6 +17,7 @@ import numpy as np
 from satsim.constructions.lifting import POS, SIGNED_FEATURES, lift
 from satsim.constructions.parts import Head, Layer, Neuron, Weights
 from satsim.constructions.residual import Residual
+from satsim.errors import SatsimError
 from satsim.spec import (
     AttentionSpec,
     BlockSpec,
@@ -85,7 +86,7 @@ class Builder:
 
     def _attention(self, r: Residual, heads: tuple[Head, ...]) -> AttentionSpec:
         if len({h.causal for h in heads}) != 1:
-            raise ValueError("all heads of one layer share causal or bidirectional attention")
+            raise SatsimError("all heads of one layer share causal or bidirectional attention")
         d_head = max(max(_columns(h.query), _columns(h.key)) for h in heads)
         d_v = max(len(h.value) for h in heads)
         w_q = np.stack([r.read(h.query, d_head) for h in heads])

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from satsim.constructions.parts import Head, Layer, Neuron, dim, head_reads, neuron_reads
+from satsim.errors import SatsimError
 
 ONE = "one"
 POS = "pos"
@@ -65,7 +66,7 @@ def _carry_attention(heads: tuple[Head, ...], carried: list[str]) -> tuple[Head,
     if not carried:
         return heads
     if not heads[0].causal:
-        raise ValueError("a self head needs causal attention (a bidirectional layer carries "
+        raise SatsimError("a self head needs causal attention (a bidirectional layer carries "
                          f"nothing but {ONE!r})")
     return (*heads, Head(query={ONE: 1}, key={POS: 1}, value={d: d for d in carried}))
 

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, jvp
 
+from satsim.errors import SatsimError
 from satsim.projection.sublayers import Probe
 
 
@@ -116,7 +117,11 @@ def projection_terms(probe: Probe, inputs: np.ndarray | torch.Tensor, c: float,
         warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated",
                                 category=DeprecationWarning)
         z, rates = jvp(logits, (theta,), (theta,))
-    return Terms(z.detach().numpy(), rates.detach().numpy())
+    terms = Terms(z.detach().numpy(), rates.detach().numpy())
+    if not (np.isfinite(terms.logits).all() and np.isfinite(terms.rates).all()):
+        raise SatsimError(f"the {probe.variant.name} probe overflows float64 at c = {c:g} "
+                          "(its logits or their rates are infinite); use smaller --scales")
+    return terms
 
 
 @dataclass(frozen=True)

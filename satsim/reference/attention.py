@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from satsim.errors import SatsimError
 from satsim.tolerance import default_tolerance
 
 ATTENTION_KINDS = ("saturated", "unique-left", "unique-right", "softmax")
@@ -50,7 +51,7 @@ def attention_scores(q: np.ndarray, k: np.ndarray, scale: float | None = None) -
 def allowed_keys(T: int, S: int, *, causal: bool, key_mask: np.ndarray | None = None) -> np.ndarray:
     """Return which keys each query may attend, bool (..., T, S): unpadded, and j <= i if causal."""
     if causal and T != S:
-        raise ValueError(f"causal attention needs as many queries as keys, got T={T}, S={S}")
+        raise SatsimError(f"causal attention needs as many queries as keys, got T={T}, S={S}")
     allowed = np.tril(np.ones((T, S), dtype=bool)) if causal else np.ones((T, S), dtype=bool)
     if key_mask is not None:
         allowed = allowed & np.asarray(key_mask, dtype=bool)[..., None, :]
@@ -121,7 +122,7 @@ def unique_hard_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, side: 
                           rtol: float | None = None, scale: float | None = None) -> np.ndarray:
     """Return v at the leftmost or rightmost position of each query's tie set, (..., T, e)."""
     if side not in ("left", "right"):
-        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+        raise SatsimError(f"side must be 'left' or 'right', got {side!r}")
     ties = tie_sets(q, k, causal=causal, key_mask=key_mask, atol=atol, rtol=rtol, scale=scale)
     positions = np.arange(ties.shape[-1])
     if side == "left":

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.encoding import embed, encode
+from satsim.errors import SatsimError
 from satsim.reference import attention as ref
 from satsim.reference.attention import ATTENTION_KINDS
 from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
@@ -27,9 +28,9 @@ class AttentionSettings:
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
-            raise ValueError(f"unknown attention kind {self.kind!r}; known: {ATTENTION_KINDS}")
+            raise SatsimError(f"unknown attention kind {self.kind!r}; known: {ATTENTION_KINDS}")
         if not (np.isfinite(self.beta) and self.beta > 0):
-            raise ValueError(f"beta must be positive and finite, got {self.beta}")
+            raise SatsimError(f"beta must be positive and finite, got {self.beta}")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from satsim.errors import SatsimError
 from satsim.scansnap import measures
 from satsim.scansnap.data import Task
 from satsim.scansnap.saturation import saturation_view
-from satsim.scansnap.snap import DEFAULT_EPSILON, NOT_SNAPPED, snap_point
+from satsim.scansnap.snap import DEFAULT_EPSILON, NOT_SNAPPED, diverged, snap_point
 
 if TYPE_CHECKING:
     from satsim.scansnap.train import Runs
@@ -65,6 +65,8 @@ class Cell:
     z_order: np.ndarray
     """Spearman rank correlation of final distinct z with weight, per seed (mean over n)."""
     saturation: dict[str, float] = field(default_factory=dict)
+    diverged: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Per seed: the loss ended above where it began (or was not finite)."""
 
     @property
     def snap_mean(self) -> float:
@@ -87,6 +89,7 @@ class Cell:
             "loss_mean": float(self.loss.mean()), "loss": self.loss.tolist(),
             "snap_mean": None if not len(done) else float(done.mean()),
             "snap_std": None if not len(done) else measures.sample_std(done),
+            "diverged": int(self.diverged.sum()),
             "snapped": int(len(done)), "snap": [None if s == NOT_SNAPPED else int(s)
                                                  for s in self.snap],
             "z_distinct": self.z_distinct.tolist(), "z_common": self.z_common,
@@ -157,7 +160,7 @@ def summarise(runs: Runs, epsilon: float) -> list[Cell]:
             initial_entropy=runs.distinct_entropy[i, :, 0],
             distinct_share=runs.distinct_share[i, :, -1],
             initial_distinct_share=runs.distinct_share[i, :, 0],
-            loss=runs.loss[i, :, -1], snap=snaps[i],
+            loss=runs.loss[i, :, -1], snap=snaps[i], diverged=diverged(runs.loss[i]),
             entropy_curve=runs.distinct_entropy[i].mean(axis=0),
             z_distinct=z_slots[i, ..., shared:].mean(axis=(0, 1)),
             z_common=float(z_slots[i, ..., :shared].mean()),

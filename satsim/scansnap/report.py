@@ -12,10 +12,19 @@ if TYPE_CHECKING:
 
 
 def _snap_text(cell: Cell) -> str:
-    """Return 'mean (snapped/seeds)' for a cell's snap point."""
+    """Return 'mean (snapped/seeds)' for a cell's snap point; '!' when a seed diverged."""
     done = int((cell.snap >= 0).sum())
     mean = "–" if not done else f"{cell.snap_mean:.1f}"
-    return f"{mean} ({done}/{len(cell.snap)})"
+    return f"{mean} ({done}/{len(cell.snap)}){'!' if cell.diverged.any() else ''}"
+
+
+def divergence_note(seeds_diverged: int, seeds: int) -> list[str]:
+    """A line saying that some runs diverged, so their snap points are no snap (or nothing)."""
+    if not seeds_diverged:
+        return []
+    return [f"note: {seeds_diverged}/{seeds} runs diverged (loss ended above where it began or "
+            "not finite; '!' in the table): their snap points are the model freezing, not "
+            "learning; lower η_Z or r"]
 
 
 def grid_table(result: GridResult) -> list[str]:
@@ -79,4 +88,4 @@ def trace_table(trace: TraceResult, every: int = 10, early: int = 0) -> list[str
     mean = f"{done.mean():.1f}" if len(done) else "–"
     lines.append(f"snap point (ε = {trace.epsilon:g}): mean {mean} over {len(done)}/{len(snaps)} "
                  f"seeds that snapped; per seed {[int(s) for s in snaps]} (-1: not snapped)")
-    return lines
+    return lines + divergence_note(int(trace.diverged.sum()), len(snaps))

@@ -33,3 +33,12 @@ def snap_point(changes: np.ndarray, epsilon: float = DEFAULT_EPSILON) -> np.ndar
     # index of the last update with δ >= ε, counted 1..T; 0 when there is none
     last = np.where(big.any(axis=-1), T - np.argmax(big[..., ::-1], axis=-1), 0)
     return np.where(last == T, NOT_SNAPPED, last).astype(np.int64)
+
+
+def diverged(losses: np.ndarray) -> np.ndarray:
+    """Return per run, bool (...), whether its loss (..., T+1) rose or was not finite.
+
+    Such a run had a learning rate too large to train: its "snap" is the model freezing.
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    return ~np.isfinite(losses).all(axis=-1) | (losses[..., -1] > losses[..., 0])

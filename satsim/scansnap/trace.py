@@ -17,7 +17,7 @@ from satsim.errors import SatsimError
 from satsim.scansnap import measures
 from satsim.scansnap.data import Task
 from satsim.scansnap.saturation import saturation_view
-from satsim.scansnap.snap import DEFAULT_EPSILON, NOT_SNAPPED, snap_point
+from satsim.scansnap.snap import DEFAULT_EPSILON, NOT_SNAPPED, diverged, snap_point
 
 if TYPE_CHECKING:
     from satsim.scansnap.train import Runs
@@ -60,6 +60,11 @@ class TraceResult:
         """Return the snap point per seed."""
         return snap_point(self.runs.change[0], self.epsilon)
 
+    @property
+    def diverged(self) -> np.ndarray:
+        """Return per seed whether training diverged (its snap point means nothing then)."""
+        return diverged(self.runs.loss[0])
+
     def rows(self) -> list[dict]:
         """Return one dict per iteration, every measure averaged over seeds."""
         r = self.runs
@@ -93,6 +98,7 @@ class TraceResult:
                 "eta_y": setting.eta_y, "seeds": len(r.seeds), "iters": r.iters,
                 "epsilon": self.epsilon, "wall_s": self.wall_s,
                 "snap": [None if s == NOT_SNAPPED else int(s) for s in self.snap],
+                "diverged": self.diverged.tolist(),
                 "saturation": view.summary(),
                 "slot_layout": f"slots 0-{shared - 1} shared (common) tokens, {shared}-"
                                f"{task.n_slots - 1} distinct by weight 0.1..1.0; 'composition' "

@@ -71,6 +71,17 @@ class SoftRun:
         return [r.double().cpu().numpy() for r in self.residuals]
 
 
+def residual_names(spec) -> list[str]:
+    """The hook name of each residual stream that ``residual_arrays`` returns, in order."""
+    names = ["blocks.0.hook_resid_pre" if spec.blocks else "hook_embed"]
+    for layer, block in enumerate(spec.blocks):
+        if block.attn is not None:
+            names.append(f"blocks.{layer}.hook_resid_{'mid' if block.mlp is not None else 'post'}")
+        if block.mlp is not None:
+            names.append(f"blocks.{layer}.hook_resid_post")
+    return names
+
+
 def _layer_norm(x: Tensor, w: Tensor | None, b: Tensor | None, eps: float) -> tuple[Tensor, ...]:
     """Normalised rows (before the affine map) and the LayerNorm output."""
     centred = x - x.mean(dim=-1, keepdim=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -87,7 +88,10 @@ class TrainConfig:
 
     def save(self, path: Path) -> None:
         """Write config.json."""
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        path = Path(path)
+        partial = path.with_name(path.name + ".tmp")  # renamed: a kill never leaves half a file
+        partial.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        os.replace(partial, path)
 
     @classmethod
     def load(cls, path: Path) -> TrainConfig:

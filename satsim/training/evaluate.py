@@ -119,12 +119,15 @@ def _plan(bins: Sequence[tuple[int, int]], cap: int | None,
 
 def evaluate_bins(spec: ModelSpec, limit: Simulator | Callable[[list[str]], list], language,
                   bins: Sequence[tuple[int, int]], n: int = 100, seed: int = 0, *,
-                  device: str = "auto", soft_max_len: int = 2048) -> list[BinPair]:
+                  device: str = "auto", soft_max_len: int = 2048,
+                  on_bin: Callable[[str, BinResult], None] | None = None) -> list[BinPair]:
     """Accuracy per bin of the soft model ``spec`` and of its limit.
 
     ``limit`` is a simulator of a limit spec, or a predictor with a ``spec`` attribute (such as
     :class:`satsim.saturation.signs.LimitPredictor`), answering as :func:`predict` does.
+    ``on_bin`` hears ("saturated limit" or "soft model", result) as each bin is done.
     """
+    heard = on_bin or (lambda model, result: None)
     limit_spec = limit.spec
     answer = ((lambda strings: predict(limit, strings)) if isinstance(limit, Simulator)
               else limit)
@@ -137,11 +140,13 @@ def evaluate_bins(spec: ModelSpec, limit: Simulator | Callable[[list[str]], list
     limit_results = iter(evaluate_predictor(
         answer, limit_spec, language, "saturated",
         [b for _, b in run], n, seed, indices=[i for i, _ in run],
-        negatives=negatives, warm_up=isinstance(limit, Simulator)).bins) if run else iter(())
+        negatives=negatives, warm_up=isinstance(limit, Simulator),
+        on_bin=lambda r: heard("saturated limit", r)).bins) if run else iter(())
     soft_run = [(i, b) for i, b in run if b[1] <= soft_max_len]
     soft_results = iter(evaluate_predictor(
         soft_predictor(spec, device), spec, language, "softmax", [b for _, b in soft_run], n,
-        seed, indices=[i for i, _ in soft_run], negatives=negatives).bins) if soft_run else iter(())
+        seed, indices=[i for i, _ in soft_run], negatives=negatives,
+        on_bin=lambda r: heard("soft model", r)).bins) if soft_run else iter(())
     pairs = []
     for index, low, high, note in plan:
         if index < 0:

@@ -11,6 +11,7 @@ run does (bit-for-bit on the CPU).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from satsim.training.config import TrainConfig
 from satsim.training.data import Examples, RunData, run_data
 from satsim.training.init import initial_spec
 from satsim.training.instruments import cosine, norms, parameter_record, snapshot
+from satsim.training.lock import run_lock
 from satsim.training.objective import loss_and_correct
 
 REPRESENTATION_SCALE = 1000.0
@@ -80,15 +82,27 @@ class TrainResult:
 
 
 class _Metrics:
-    """metrics.jsonl: rows appended and flushed; on resume, rows from step ≥ start dropped."""
+    """metrics.jsonl: rows appended and flushed; on resume, rows from step ≥ start dropped.
+
+    A last line cut short by a kill is dropped too; an unreadable line before it is refused.
+    """
 
     def __init__(self, path: Path, start: int) -> None:
         self.path = path
         kept = []
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.strip() and json.loads(line)["step"] < start:
-                    kept.append(line)
+        lines = path.read_text().splitlines() if path.exists() else []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                step = json.loads(line)["step"]
+            except (ValueError, KeyError, TypeError):
+                if number == len(lines):
+                    break  # half-written by a killed run: its step is redone
+                raise SatsimError(f"{path} line {number} is not a metrics row; the run's "
+                                  "metrics are damaged") from None
+            if step < start:
+                kept.append(line)
         path.write_text("".join(line + "\n" for line in kept))
 
     def write(self, row: dict) -> None:
@@ -114,17 +128,25 @@ class Trainer:
         self.previous: dict[str, torch.Tensor] | None = None
         self.elapsed = 0.0
 
-    def restore(self) -> int | None:
-        """Load the last complete checkpoint, if any; return its step."""
-        steps = checkpoint_steps(self.run)
-        if not steps:
+    def restore(self, notice: Callable[[str], None]) -> int | None:
+        """Load the last intact checkpoint, if any; return its step.
+
+        A damaged newer checkpoint (a truncated or corrupt file) is passed over with a notice.
+        """
+        point = None
+        for step in reversed(checkpoint_steps(self.run)):
+            try:
+                point = load_checkpoint(self.run, step)
+                break
+            except SatsimError as error:
+                notice(f"checkpoint {step} is damaged ({error}); trying the one before it")
+        if point is None:
             return None
-        point = load_checkpoint(self.run, steps[-1])
         tensors = point.spec.tensors()
         with torch.no_grad():
             for name, param in self.model.named_parameters():
                 if name not in tensors or tensors[name].shape != tuple(param.shape):
-                    raise SatsimError(f"checkpoint {steps[-1]} does not match the run's model "
+                    raise SatsimError(f"checkpoint {point.step} does not match the run's model "
                                       f"at {name}")
                 param.copy_(torch.from_numpy(np.array(tensors[name])))
         self.optimizer.load_state_dict(point.state["optimizer"])
@@ -185,15 +207,37 @@ class Trainer:
 
 
 def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
-          progress: Callable[[int], None] | None = None) -> TrainResult:
-    """Train a run into directory ``run`` (or resume it from its last checkpoint)."""
+          progress: Callable[[int], None] | None = None,
+          notice: Callable[[str], None] | None = None,
+          on_start: Callable[[int], None] | None = None) -> TrainResult:
+    """Train a run into directory ``run`` (or resume it from its last intact checkpoint).
+
+    The run folder is locked while training: a second writer is refused, never interleaved.
+    ``progress`` hears each step done, ``notice`` what a user should know, ``on_start`` the step
+    training starts from.
+    """
     run = Path(run)
+    with run_lock(run):
+        return _train(config, run, resume, progress, notice or _to_stderr, on_start)
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int], None] | None,
+           notice: Callable[[str], None], on_start: Callable[[int], None] | None) -> TrainResult:
     if (run / "config.json").exists() and not resume:
         raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
     trainer = Trainer(config, run)
-    run.mkdir(parents=True, exist_ok=True)
+    start = (trainer.restore(notice) if resume else None) or 0
+    if start:
+        notice(f"resuming {run} from step {start}")
+    if on_start is not None:
+        on_start(start)
+    if start > config.steps:
+        raise SatsimError(f"{run} is already at step {start}, past --steps {config.steps}")
     config.save(run / "config.json")
-    start = (trainer.restore() if resume else None) or 0
     metrics = _Metrics(run / "metrics.jsonl", start)
     clock = time.perf_counter() - trainer.elapsed
     for t in range(start, config.steps):

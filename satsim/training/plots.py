@@ -49,7 +49,8 @@ def _projections(ax, report: Report) -> None:
         if len(t):
             ax.plot(t, y, label=key)
     ax.axhline(0, color="grey", lw=0.5)
-    ax.set(xlabel="step t", title="θᵀ∇L, θᵀΔθ and ‖Δθ‖")
+    ax.set_yscale("symlog", linthresh=1e-4)  # both signs, over decades
+    ax.set(xlabel="step t", ylabel="value (symmetric log)", title="θᵀ∇L, θᵀΔθ and ‖Δθ‖")
     ax.legend(fontsize=7)
 
 
@@ -65,9 +66,13 @@ def _direction(ax, report: Report) -> None:
 
 
 def _similarity(ax, report: Report) -> None:
+    from satsim.soft.model import residual_names
+
     t, values = report.run.similarity()
+    names = residual_names(report.run.final)
     for stream in range(values.shape[1]):
-        ax.plot(t, values[:, stream], label=f"stream {stream}")
+        name = names[stream] if len(names) == values.shape[1] else f"stream {stream}"
+        ax.plot(t, values[:, stream], label=name)
     ax.set(xlabel="step t", ylabel="cos(f(x;θ), f(x;1000θ))", title="representation similarity")
     if values.shape[1]:
         ax.legend(fontsize=7)
@@ -86,12 +91,16 @@ def _accuracy(ax, report: Report) -> None:
 
 
 def _training(ax, report: Report) -> None:
-    for key in ("loss", "accuracy"):
-        t, y = report.run.series(key)
-        if len(t):
-            ax.plot(t, y, label=key)
-    ax.set(xlabel="step t", title="training loss and batch accuracy")
-    ax.legend(fontsize=7)
+    t, loss = report.run.series("loss")
+    ax.plot(t, loss, color="C0", label="loss")
+    ax.set_yscale("log")
+    ax.set(xlabel="step t", ylabel="training loss (log)", title="training loss and batch accuracy")
+    right = ax.twinx()
+    t, accuracy = report.run.series("accuracy")
+    right.plot(t, accuracy, color="C1", label="batch accuracy")
+    right.set(ylabel="batch accuracy", ylim=(0, 1.05))
+    lines = ax.get_lines() + right.get_lines()
+    ax.legend(lines, [line.get_label() for line in lines], fontsize=7)
 
 
 DRAW = {"norm": _norm, "layers": _layers, "projections": _projections, "direction": _direction,

@@ -10,7 +10,7 @@ direction of θ, scores the soft model and its saturated limit per length bin
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -220,8 +220,11 @@ def _fits(series: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, GrowthF
 
 def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None, n: int = 100,
                  seed: int = 0, *, device: str = "auto", soft_max_len: int = 2048,
-                 roles_n: int = 50) -> Report:
-    """Read the run at ``path`` and compute every part of its report."""
+                 roles_n: int = 50, progress: Callable[[str], None] | None = None) -> Report:
+    """Read the run at ``path`` and compute every part of its report.
+
+    ``progress`` hears a line as each bin of each model and the head roles are done.
+    """
     import languages
     from satsim.evaluation import test_set
     from satsim.head_roles import roles_from_tie_sizes
@@ -238,8 +241,11 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     bins = tuple(bins) if bins else default_bins(run.config.get("split"))
     limit_spec = limit(run.final)
     saturated = LimitPredictor(run.final)
+    tell = progress or (lambda line: None)
     pairs = evaluate_bins(run.final, saturated, language, bins, n, seed, device=device,
-                          soft_max_len=soft_max_len)
+                          soft_max_len=soft_max_len,
+                          on_bin=lambda model, b: tell(f"{model}, bin {b.min_len}–{b.max_len}: "
+                                                       f"accuracy {b.accuracy:.4f}"))
     low, high = bins[0]
     cap = max_string_length(limit_spec)
     high = high if cap is None else min(high, cap)
@@ -251,6 +257,7 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     else:
         notes.append(f"no head roles: the first bin is longer than the model reads ({high})")
     roles = roles_from_tie_sizes(limit_tie_sizes(run.final, strings)) if strings else []
+    tell(f"head roles from {len(strings)} strings")
     notes.append(saturated.note())
     return Report(run, fit_growth(*run.series("norm")), _fits(run.named_series("norm_layers")),
                   _fits(run.named_series("norm_groups")), direction_to_final(run), pairs, roles,

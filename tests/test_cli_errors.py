@@ -1,0 +1,224 @@
+"""Bad input ends in one `error:` line with exit code 2; a bug keeps its traceback.
+
+Process-level, as a user meets them: output paths checked before any work, memory estimated
+before it is allocated, integers that would overflow, click's usage errors, a full disk, and
+internal errors raised deep in the simulator.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from helpers import run_satsim
+
+from satsim.errors import SatsimError
+
+
+def one_error_line(result) -> str:
+    lines = [line for line in result.stderr.splitlines()
+             if line.strip() and "compiling" not in line]  # a cold cache says it compiles
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def patched_satsim(patch: str, *args: str):
+    """Run satsim's entry point after ``patch`` (Python) has run in the same process."""
+    code = (f"import sys\n{patch}\nfrom satsim.cli import main\n"
+            "sys.argv = ['satsim', *sys.argv[1:]]\nmain()")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_an_internal_error_deep_in_the_simulator_keeps_its_traceback():
+    patch = ("import satsim.simulator\n"
+             "def broken(*args, **kwargs):\n"
+             "    raise ValueError('deliberately broken fused kernel')\n"
+             "satsim.simulator.forward_fused = broken")
+    result = patched_satsim(patch, "run", "--lang", "dyck1", "(())")
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr and "in _run_fused" in result.stderr
+    assert "ValueError: deliberately broken fused kernel" in result.stderr
+    assert "internal error" in result.stderr and "please report it" in result.stderr
+    bad = patched_satsim(patch, "run", "--lang", "dyck1", "(x)")  # bad input: still one line
+    assert "symbol 'x' at position 1" in one_error_line(bad)
+
+
+def test_evaluation_does_not_read_a_value_error_as_a_bin_without_positives():
+    patch = ("import languages.base\n"
+             "def broken(*args, **kwargs):\n"
+             "    raise ValueError('sampler bug')\n"
+             "languages.base.Language.sample_positive = broken")
+    result = patched_satsim(patch, "eval", "--lang", "dyck1", "-n", "4", "--max-len", "8")
+    assert result.returncode == 1 and "ValueError: sampler bug" in result.stderr
+    assert "Traceback" in result.stderr
+    odd = run_satsim("eval", "--lang", "dyck1", "-n", "4", "--bins", "3-3", "--json")
+    assert odd.returncode == 0 and '"positives": 0' in odd.stdout  # a real empty bin
+
+
+def test_user_errors_are_not_value_errors():
+    from languages import LanguageError
+
+    assert not issubclass(SatsimError, ValueError) and not issubclass(LanguageError, ValueError)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "--lang", "dyck1", "--bogus"], "No such option '--bogus'"),
+    (["eval"], "Missing option '--lang'"),
+    (["roles", "--lang", "dyck1", "-n", "abc"], "'abc' is not a valid integer"),
+    (["roles", "--lang", "dyck1", "-n", "99999999999999999999"], "the largest number"),
+    (["saturation", "--lang", "dyck1", "-n", "99999999999999999999"], "the largest number"),
+    (["eval", "--lang", "dyck1", "--seed", "-1"], "is not in the range"),
+    (["sample", "--lang", "dyck1", "--task", "nope"], "'nope' is not one of"),
+])
+def test_usage_errors_are_one_line(args, message):
+    line = one_error_line(run_satsim(*args))
+    assert message in line and line.endswith(f"(see 'satsim {args[0]} -h')")
+
+
+def output_cases(tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    missing = tmp_path / "missing"
+    return {
+        "sample --out": (["sample", "--lang", "dyck1", "--out", f"{missing}/x.txt"],
+                         f"--out: the folder {missing} does not exist; create it first"),
+        "trace --plot": (["trace", "--lang", "dyck1", "()", "--plot", f"{a_file}/x.png"],
+                         f"--plot: {a_file} is not a folder"),
+        "saturation --plot": (["saturation", "--lang", "dyck1", "--plot", f"{missing}/x.png"],
+                              "does not exist; create it first"),
+        "projection --plot": (["projection", "--plot", f"{missing}/x.png"],
+                              "does not exist; create it first"),
+        "scan-snap --plot": (["scan-snap", "--plot", f"{a_file}/figures"],
+                             f"cannot create {a_file}/figures: {a_file} is a file"),
+        "train --out": (["train", "--out", f"{a_file}/run"], f"{a_file} is a file"),
+        "report --plot": (["report", str(tmp_path), "--plot", str(a_file)], "is a file"),
+        "plot into a folder": (["trace", "--lang", "dyck1", "()", "--plot", str(tmp_path)],
+                               "is a folder; give a file name"),
+    }
+
+
+@pytest.mark.parametrize("case", ["sample --out", "trace --plot", "saturation --plot",
+                                  "projection --plot", "scan-snap --plot", "train --out",
+                                  "report --plot", "plot into a folder"])
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(tmp_path, case):
+    args, message = output_cases(tmp_path)[case]
+    assert message in one_error_line(run_satsim(*args))
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
+    patch = ("import errno, satsim.trace_view\n"
+             "def full(spec, trace, path):\n"
+             "    raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
+             "satsim.trace_view.plot_attention = full")
+    result = patched_satsim(patch, "trace", "--lang", "dyck1", "(())", "--plot",
+                            str(tmp_path / "t.png"))
+    assert "the disk is full" in one_error_line(result)
+    assert "oracle: '(())' is in dyck1" in result.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["eval", "--lang", "dyck1", "-n", "2000000000"],
+    ["sample", "--lang", "dyck1", "-n", "2000000000"],
+    ["sample", "--lang", "dyck1", "-n", "10", "--max-len", "2000000000"],
+    ["scan-snap", "--trace", "100000,1,5"],
+    ["scan-snap", "--batch", "2000000000"],
+    ["scan-snap", "--iters", "2000000000"],
+    ["roles", "--lang", "dyck1", "-n", "2000000000"],
+    ["saturation", "--lang", "dyck1", "-n", "2000000000"],
+])
+def test_a_request_too_big_for_memory_is_refused_with_its_size(args):
+    line = one_error_line(run_satsim(*args))
+    assert " GB of memory and " in line and "needs about" in line and "lower" in line
+
+
+def test_the_simulator_estimates_a_long_strings_memory_before_running(monkeypatch):
+    from satsim import constructions, resources
+    from satsim.simulator import Simulator
+
+    simulator = Simulator(constructions.build("dyck1"))
+    needed = simulator.token_bytes() * 2001  # BOS and 2,000 symbols
+    monkeypatch.setattr(resources, "available_memory", lambda: needed // 2)
+    with pytest.raises(SatsimError, match="strings of up to 2,001 symbols needs about"):
+        simulator.accepts(["()" * 1000])
+    monkeypatch.setattr(resources, "available_memory", lambda: needed * 100)
+    assert simulator.accepts(["()" * 1000]).tolist() == [True]
+
+
+def test_written_files_follow_the_umask(tmp_path):
+    from satsim import constructions
+
+    old = os.umask(0o022)
+    try:
+        constructions.build("dyck1").save(tmp_path / "model.safetensors")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "model.safetensors").stat().st_mode & 0o777 == 0o644
+
+
+def test_eval_min_len_alone_has_no_hidden_maximum():
+    result = run_satsim("eval", "--lang", "dyck1", "--min-len", "100", "-n", "4", "--json")
+    assert result.returncode == 0, result.stderr
+    assert '"min_len": 100, "max_len": 100' in result.stdout
+
+
+def test_errors_come_before_the_table_header():
+    result = run_satsim("eval", "--lang", "dyck1", "--model", "/nonexistent.safetensors")
+    assert result.stdout == "" and "no such weights file" in one_error_line(result)
+
+
+
+def test_every_option_has_help_and_every_integer_a_range():
+    import click
+
+    from satsim.cli import cli
+
+    for name, command in cli.commands.items():
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name != "help":
+                assert param.help, f"satsim {name} {param.opts[0]} has no help"
+                assert param.type is not click.INT, f"satsim {name} {param.opts[0]} is unbounded"
+
+
+def test_projection_at_an_overflowing_scale_says_so_instead_of_reporting_zero():
+    result = run_satsim("projection", "--scales", "1e300", "--seeds", "1", "-n", "16")
+    assert "overflows float64 at c = 1e+300" in result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_scan_snap_notes_a_diverging_learning_rate():
+    wild = run_satsim("scan-snap", "--trace", "3,1e6,5", "--iters", "12", "--seeds", "2")
+    assert wild.returncode == 0, wild.stderr
+    assert "note: 2/2 runs diverged" in wild.stdout
+    calm = run_satsim("scan-snap", "--trace", "3,1,5", "--iters", "12", "--seeds", "2")
+    assert calm.returncode == 0 and "diverged" not in calm.stdout
+
+
+def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
+    result = run_satsim("trace", "--lang", "dyck1", "()" * 300, "--plot", str(tmp_path / "t.png"))
+    assert "at most 512 tokens" in one_error_line(result) and result.stdout == ""
+    assert not (tmp_path / "t.png").exists()
+
+
+def test_a_large_bin_reports_progress_and_scores_as_one_call(monkeypatch):
+    import languages
+    from satsim import constructions, evaluation
+    from satsim.simulator import Simulator
+
+    simulator, language = Simulator(constructions.build("dyck1")), languages.get("dyck1")
+    whole = evaluation.evaluate(simulator, language, bins=((20, 40),), n=60)
+    monkeypatch.setattr(evaluation, "CHUNK_SYMBOLS", 200)
+    heard = []
+    chunked = evaluation.evaluate(simulator, language, bins=((20, 40),), n=60,
+                                  on_progress=lambda done, total: heard.append((done, total)))
+    assert chunked.bins[0].correct == whole.bins[0].correct and chunked.bins[0].n == 60
+    assert len(heard) > 3 and heard[-1] == (60, 60)
+    assert [done for done, _ in heard] == sorted({done for done, _ in heard})
+
+
+def test_satsim_alone_prints_its_help():
+    result = run_satsim()
+    assert result.returncode == 0 and result.stdout.startswith("Usage: satsim")
+    assert "error" not in result.stderr
