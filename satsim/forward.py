@@ -15,6 +15,7 @@ import numpy as np
 
 from satsim.attention import _KIND_CODES, attention
 from satsim.encoding import embed, positional_vectors
+from satsim.kernels import classes
 from satsim.kernels import fused as fk
 from satsim.kernels.attention import SAME_SCORES, UNKNOWN
 from satsim.kernels.layers import run_affine as affine
@@ -372,7 +373,7 @@ def forward_fused(
             fk.forward_strings(ids, starts, lengths, chunk, model.W_E, table, pos_start,
                                model.params, model.reals, model.program, model.known,
                                model.dims, _KIND_CODES[settings.kind], float(settings.beta),
-                               atol, rtol, general_limit, out, status)
+                               atol, rtol, general_limit, classes.MIN_KEYS, out, status)
 
         if n_chunks == 1:
             run(chunks[0])
