@@ -21,8 +21,7 @@ def _is_cached(kernel) -> bool:
 
 
 def _kernels(path: str | None) -> tuple:
-    """The dispatchers of a path: "fused", "layers", "tiles" (BLAS score tiles), "classes" (keys
-    that repeat), None: all."""
+    """The dispatchers of a path: "fused", "layers", "tiles", "classes" (repeated keys), None."""
     from satsim.kernels import attention, classes, fused, layers, tiles
 
     chosen = ()

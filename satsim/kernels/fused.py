@@ -59,7 +59,8 @@ OK, OVERFLOWED, LONG_GENERAL = 0, 1, 2
 """``status`` of a string: done; its queries, keys or values are not finite or its scores could
 overflow float64 (the caller reruns it on the checked path, which raises the error); or it has
 a head on the general O(T²) path and more than ``general_limit`` tokens (the caller runs it on
-the layer-by-layer path, whose attention splits one string's queries among threads)."""
+the layer-by-layer path, whose attention scores by BLAS tiles and splits one string's queries
+among threads)."""
 
 
 @numba.njit(cache=True, fastmath=False)
