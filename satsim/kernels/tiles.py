@@ -343,7 +343,7 @@ def attend_tiled(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale,
 
 @contextmanager
 def _progress(units: queue.SimpleQueue, pairs: int, what: str):
-    """Every PROGRESS_SECONDS until the block ends, say on stderr how much of ``units`` is done.
+    """Say on stderr, at the start and every PROGRESS_SECONDS, what share of ``units`` is taken.
 
     Only for work of at least PROGRESS_PAIRS query-key pairs (a few seconds here).
     """
@@ -353,12 +353,16 @@ def _progress(units: queue.SimpleQueue, pairs: int, what: str):
     total = units.qsize()
     done = threading.Event()
 
+    def say() -> None:
+        taken = 100 * (total - units.qsize()) // total
+        print(f"satsim: attention by tiles, {what}: {taken}% of the tiles taken",
+              file=sys.stderr, flush=True)
+
     def report() -> None:
         while not done.wait(PROGRESS_SECONDS):
-            left = units.qsize()
-            print(f"satsim: attention by tiles, {what}: {100 * (total - left) // total}% scored",
-                  file=sys.stderr, flush=True)
+            say()
 
+    say()
     reporter = threading.Thread(target=report, daemon=True)
     reporter.start()
     try:
