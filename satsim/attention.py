@@ -144,11 +144,12 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
         promised = np.broadcast_to(np.asarray(same_scores, dtype=bool), batch).reshape(-1)
         known[promised] = kernels.SAME_SCORES
     paths = kernels.item_paths(q, k, key_mask, real_queries, causal, code, known)
-    by_classes = None
-    if code != kernels.SOFTMAX and S >= classes.MIN_KEYS and (paths == kernels.GENERAL).any():
+    by_classes = np.zeros(0, dtype=np.int64)
+    if (code != kernels.SOFTMAX and S >= classes.MIN_KEYS and scale != 0
+            and (paths == kernels.GENERAL).any()):
         announce_compile(path="classes")
-        by_classes = classes.attend_items_by_classes(q, k, v, key_mask, real_queries, causal,
-                                                     code, atol, rtol, scale, paths)
+        by_classes = np.flatnonzero(classes.few_classes(k, key_mask, paths))
+        paths[by_classes] = classes.KEY_CLASSES
     general = np.flatnonzero(paths == kernels.GENERAL)
     item_work = T * S * d // (2 if causal else 1)
     work = general.size * item_work + n_items * T * (d + e)
@@ -160,9 +161,11 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     else:
         out, tie_size, tie_gap = _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code,
                                                   atol, rtol, scale, paths, general, parallel)
-    if by_classes is not None:  # items whose keys form classes: their rows from that kernel
-        done = np.flatnonzero(paths == classes.KEY_CLASSES)
-        out[done], tie_size[done], tie_gap[done] = (part[done] for part in by_classes)
+    if by_classes.size:  # items whose keys form classes
+        out[by_classes], tie_size[by_classes], tie_gap[by_classes] = \
+            classes.attend_items_by_classes(q[by_classes], k[by_classes], v[by_classes],
+                                            key_mask[by_classes], real_queries[by_classes],
+                                            causal, code, atol, rtol, scale)
     return AttentionResult(out.reshape(batch + (T, e)), tie_size.reshape(batch + (T,)),
                            tie_gap.reshape(batch + (T,)))
 

@@ -32,7 +32,7 @@ def _kernels(path: str | None) -> tuple:
     if path in (None, "tiles"):
         chosen += (tiles.attend_tile, tiles.key_norm_max)
     if path in (None, "classes"):
-        chosen += (classes.attend_items_by_classes,)
+        chosen += (classes.few_classes, classes.attend_items_by_classes)
     return chosen
 
 

@@ -122,7 +122,9 @@ def attend_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, s
     """Attend one item (q (T, d), k (S, d), v (S, e)) of a hard kind whose keys form classes.
 
     ``labels`` and ``representatives`` as :func:`key_classes` wrote them for (k, key_mask), with
-    ``n_classes`` classes. Writes out, tie_size, tie_gap rows of the real queries.
+    ``n_classes`` classes; ``scale`` nonzero (so equal scores are equal bits: a zero score is
+    scale·(+0), never of both signs, and the gap of a repeated max is +0 as in key order).
+    Writes out, tie_size, tie_gap rows of the real queries.
     """
     T, S, e = q.shape[0], k.shape[0], v.shape[1]
     one = np.uint64(1)
@@ -203,12 +205,23 @@ def attend_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, s
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False)
-def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale,
-                            paths):
-    """Run each GENERAL item of ``paths`` whose keys form few classes by :func:`attend_by_classes`.
+def few_classes(k, key_mask, paths):
+    """Return, per item (N,), whether it is GENERAL in ``paths`` and its keys form classes."""
+    labels = np.empty(k.shape[1], dtype=np.int64)
+    representatives = np.empty(MAX_CLASSES, dtype=np.int64)
+    chosen = np.zeros(k.shape[0], dtype=np.bool_)
+    for n in range(k.shape[0]):
+        if paths[n] == GENERAL:
+            chosen[n] = key_classes(k[n], key_mask[n], labels, representatives) >= 0
+    return chosen
 
-    Arrays as for :func:`satsim.kernels.attention.attend`. Set those items' paths to KEY_CLASSES
-    and return (out, tie_size, tie_gap), whose rows of other items are left zero (NaN gaps).
+
+@numba.njit(cache=True, nogil=True, fastmath=False)
+def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale):
+    """Run every item by :func:`attend_by_classes` (each must have keys in classes).
+
+    Arrays as for :func:`satsim.kernels.attention.attend`, scale nonzero; return (out,
+    tie_size, tie_gap) as it does.
     """
     n_items, T, S = q.shape[0], q.shape[1], k.shape[1]
     out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
@@ -217,17 +230,12 @@ def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, r
     labels = np.empty(S, dtype=np.int64)
     representatives = np.empty(MAX_CLASSES, dtype=np.int64)
     for n in range(n_items):
-        if paths[n] != GENERAL:
-            continue
         n_classes = key_classes(k[n], key_mask[n], labels, representatives)
-        if n_classes < 0:
-            continue
         attend_by_classes(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, atol,
                           rtol, scale, labels, representatives, n_classes, out[n], tie_size[n],
                           tie_gap[n])
-        paths[n] = KEY_CLASSES
     return out, tie_size, tie_gap
 
 
-for _kernel in (key_classes, attend_by_classes, attend_items_by_classes):
+for _kernel in (key_classes, attend_by_classes, few_classes, attend_items_by_classes):
     stamp_with_callees(_kernel, (_attention_module,))

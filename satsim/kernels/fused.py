@@ -175,7 +175,7 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
             _attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
                                       rtol, scale, out, sizes, gaps, scores[:T], heap_scores[:T],
                                       heap_positions[:T], line[:T], total[:d_v], error[:d_v])
-        elif kind != SOFTMAX and T >= class_min_keys and _by_classes(
+        elif kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and _by_classes(
                 q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
             pass
         else:
