@@ -7,9 +7,10 @@ untrained initialisation of the same shape. The learned table has 256 rows; rows
 drawn as the initialisation draws them (N(0, 1/d), seed 1), so that a string of 10⁵ symbols has
 a position each. One Dyck-1 string per length (seed 1).
 
-For each length: the bound, the time of the causal score products of all 4 heads as float32
-matrix products with the heads' inner dimension 8 (256-query tiles; the best of 2 runs with one
-BLAS thread and 2 with ``--threads``), measured in this run; then each model's
+For each length and model: the bound, the time of the causal score products of all 4 heads as
+float32 matrix products with the heads' inner dimension 8 (256-query tiles; one head timed, the
+faster of a run with one BLAS thread and one with ``--threads``), measured just before; then the
+model's
 ``Simulator.logits`` on the string (wall time after a warm-up on a short string, the best of
 3 runs, or of fewer where one takes over 5 s), this checkout and, with ``--baseline DIR`` (a
 checkout of the code to compare with), that code, interleaved, each in its own process with
@@ -108,7 +109,7 @@ def worker(args: argparse.Namespace) -> None:
     import numpy as np
 
     if args.model == "bound":
-        print(json.dumps({"seconds": min(bound(args.length, 8, 4) for _ in range(2))}))
+        print(json.dumps({"seconds": bound(args.length, 8, 4)}))
         return
     from satsim import Simulator
 
@@ -145,6 +146,8 @@ def main() -> None:
     parser.add_argument("--lengths", default="10000,20000,100000")
     parser.add_argument("--models", default="trained-nopos,trained-learned,random")
     parser.add_argument("--baseline", help="checkout of the code to compare with")
+    parser.add_argument("--baseline-up-to", type=int, default=None,
+                        help="run the baseline only on strings up to this length")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
@@ -163,27 +166,31 @@ def main() -> None:
     if args.baseline:
         codes["baseline"] = str(Path(args.baseline).resolve())
     rows = []
-    print(f"{'model':<16} {'length':>7} {'bound s':>8} " + " ".join(
+    print(f"{'model':<16} {'length':>7} {'bound s':>8} {'GFLOP/s':>7} " + " ".join(
         f"{name + ' s':>11} {'×bound':>7}" for name in codes) + "  equal  load")
     with tempfile.TemporaryDirectory() as scratch:
         for length in [int(x) for x in args.lengths.split(",")]:
-            limit = min(child(here, "bound", length, threads, "-")["seconds"]
-                        for threads in {1, args.threads})
             for model in args.models.split(","):
+                # The bound beside each model's runs: the load changes by the minute here.
+                limit = min(child(here, "bound", length, threads, "-")["seconds"]
+                            for threads in {1, args.threads})
                 row = {"model": model, "length": length, "bound_seconds": limit,
+                       "bound_gflops": 4 * 16 * length * (length + 1) / 2 / limit / 1e9,
                        "load_before": os.getloadavg()[0]}
+                compared = args.baseline and length <= (args.baseline_up_to or length)
                 for name, code in codes.items():
                     out = os.path.join(scratch, f"{name}.npy")
-                    row[name] = child(code, model, length, args.threads, out)
-                if args.baseline:
+                    if name == "new" or compared:
+                        row[name] = child(code, model, length, args.threads, out)
+                if compared:
                     new, base = (np.load(os.path.join(scratch, f"{n}.npy")) for n in codes)
                     row["bit_equal"] = bool(new.dtype == base.dtype and new.shape == base.shape
                                             and new.tobytes() == base.tobytes())
                 row["load_after"] = os.getloadavg()[0]
                 rows.append(row)
                 cells = " ".join(f"{row[n]['seconds']:>11.2f} {row[n]['seconds'] / limit:>7.2f}"
-                                 for n in codes)
-                print(f"{model:<16} {length:>7} {limit:>8.2f} {cells}  "
+                                 if n in row else f"{'-':>11} {'-':>7}" for n in codes)
+                print(f"{model:<16} {length:>7} {limit:>8.2f} {row['bound_gflops']:>7.1f} {cells}  "
                       f"{str(row.get('bit_equal', '-')):>5}  {row['load_after']:.2f}", flush=True)
     write("long_strings", {"machine": machine(), "threads": args.threads, "rows": rows})
 
