@@ -153,5 +153,5 @@ def test_long_tiled_work_reports_progress(monkeypatch, capsys):
     q, k, v = (rng.normal(size=(1, 64, 4)) for _ in range(3))
     run(Case(q, k, v, np.ones((1, 64), bool), np.ones((1, 64), bool), True, "saturated", 1.0,
              None))
-    assert "satsim: attention by tiles, 1 head(s) × 64 queries: 0% of the tiles taken" in \
-        capsys.readouterr().err
+    assert "satsim: attention over 64 queries, 1 head(s) by BLAS tiles: 0% of the tiles started" \
+        in capsys.readouterr().err

@@ -328,7 +328,7 @@ def attend_tiled(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale,
 
     threads = max(1, min(int(threads), units.qsize()))
     pairs = len(items) * T * S // (2 if causal else 1)
-    with _progress(units, pairs, f"{len(items)} head(s) × {T} queries"):
+    with _progress(units, pairs, f"{T} queries, {len(items)} head(s)"):
         if _blas is None:  # BLAS threads out of reach: its own pool, then the filter, in turn
             work()
             return
@@ -355,7 +355,7 @@ def _progress(units: queue.SimpleQueue, pairs: int, what: str):
 
     def say() -> None:
         taken = 100 * (total - units.qsize()) // total
-        print(f"satsim: attention by tiles, {what}: {taken}% of the tiles taken",
+        print(f"satsim: attention over {what} by BLAS tiles: {taken}% of the tiles started",
               file=sys.stderr, flush=True)
 
     def report() -> None:
