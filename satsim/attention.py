@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from satsim.errors import SatsimError
-from satsim.kernels import announce_compile, tiles
+from satsim.kernels import announce_compile, classes, tiles
 from satsim.kernels import attention as kernels
 from satsim.kernels.attention import MAX_SCORE
 from satsim.kernels.layers import use_parallel
@@ -144,6 +144,12 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
         promised = np.broadcast_to(np.asarray(same_scores, dtype=bool), batch).reshape(-1)
         known[promised] = kernels.SAME_SCORES
     paths = kernels.item_paths(q, k, key_mask, real_queries, causal, code, known)
+    by_classes = np.zeros(0, dtype=np.int64)
+    if (code != kernels.SOFTMAX and S >= classes.MIN_KEYS and scale != 0
+            and (paths == kernels.GENERAL).any()):
+        announce_compile(path="classes")
+        by_classes = np.flatnonzero(classes.few_classes(k, key_mask, paths))
+        paths[by_classes] = classes.KEY_CLASSES
     general = np.flatnonzero(paths == kernels.GENERAL)
     item_work = T * S * d // (2 if causal else 1)
     work = general.size * item_work + n_items * T * (d + e)
@@ -155,6 +161,11 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     else:
         out, tie_size, tie_gap = _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code,
                                                   atol, rtol, scale, paths, general, parallel)
+    if by_classes.size:  # items whose keys form classes
+        out[by_classes], tie_size[by_classes], tie_gap[by_classes] = \
+            classes.attend_items_by_classes(q[by_classes], k[by_classes], v[by_classes],
+                                            key_mask[by_classes], real_queries[by_classes],
+                                            causal, code, atol, rtol, scale)
     return AttentionResult(out.reshape(batch + (T, e)), tie_size.reshape(batch + (T,)),
                            tie_gap.reshape(batch + (T,)))
 
@@ -166,7 +177,7 @@ def _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code, atol, rtol, 
     out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
     tie_size = np.zeros((n_items, T), dtype=np.int64)
     tie_gap = np.full((n_items, T), np.nan)
-    fast = np.flatnonzero(paths != kernels.GENERAL)
+    fast = np.flatnonzero((paths != kernels.GENERAL) & (paths != classes.KEY_CLASSES))
     if fast.size:
         parts = kernels.attend(q[fast], k[fast], v[fast], key_mask[fast], real_queries[fast],
                                causal, code, 1.0, atol, rtol, scale, paths[fast])

@@ -15,6 +15,7 @@ import numpy as np
 
 from satsim.attention import _KIND_CODES, attention
 from satsim.encoding import embed, positional_vectors
+from satsim.kernels import classes
 from satsim.kernels import fused as fk
 from satsim.kernels.attention import SAME_SCORES, UNKNOWN
 from satsim.kernels.layers import run_affine as affine
@@ -202,8 +203,9 @@ def forward_batch(
 FUSED_THREAD_TOKENS = 1 << 14
 """Tokens below which :func:`forward_fused` runs in the calling thread."""
 FUSED_GENERAL_LIMIT = 4096
-"""With several threads, strings longer than this with a head on the general O(T²) path are
-left to the layer-by-layer path, whose attention spreads one string over the threads."""
+"""Strings longer than this with a head on the general O(T²) path are left to the
+layer-by-layer path (hard kinds, or several threads), whose attention scores by BLAS tiles and
+spreads one string over the threads."""
 FUSED_POSITION_ROWS = 1 << 18
 """Rows of position-feature vectors one fused call may hold: strings of many distinct lengths
 (a test set of 10⁴ lengths up to 10⁴ would need 5·10⁷ rows, 17 GB at d = 44 in float64) run
@@ -358,8 +360,8 @@ def forward_fused(
     Return (logits, status): logits (n_strings, n_outputs) for a last-position readout, else
     (len(ids), n_outputs) row by row; status[s] != 0 where string s was left undone (its logits
     are then undefined): ``fused.OVERFLOWED`` if it failed attention's checks,
-    ``fused.LONG_GENERAL`` if, with several ``workers``, it is longer than
-    :data:`FUSED_GENERAL_LIMIT` and has a head on the general path. ``workers`` threads run
+    ``fused.LONG_GENERAL`` if it is longer than :data:`FUSED_GENERAL_LIMIT` and has a head on
+    the general path, with a hard kind or several ``workers``. ``workers`` threads run
     chunks of strings side by side.
     """
     spec = model.spec
@@ -368,7 +370,10 @@ def forward_fused(
     rows = n if spec.output.readout == "last" else len(ids)
     out = np.zeros((rows, len(spec.output.labels)), dtype=spec.dtype)
     status = np.zeros(n, dtype=np.int64)
-    general_limit = FUSED_GENERAL_LIMIT if workers > 1 else np.iinfo(np.int64).max
+    # Long general heads go layer by layer: hard kinds there take BLAS score tiles, and with
+    # several threads one string's queries are split among them.
+    hard = settings.kind != "softmax"
+    general_limit = FUSED_GENERAL_LIMIT if workers > 1 or hard else np.iinfo(np.int64).max
     order = np.argsort(-lengths, kind="stable")
     pos_start = np.zeros(n, dtype=np.int64)
     for group in _position_groups(spec, lengths, order):
@@ -384,7 +389,7 @@ def forward_fused(
             fk.forward_strings(ids, starts, lengths, chunk, model.W_E, table, pos_start,
                                model.params, model.reals, model.program, model.known,
                                model.dims, _KIND_CODES[settings.kind], float(settings.beta),
-                               atol, rtol, general_limit, out, status)
+                               atol, rtol, general_limit, classes.MIN_KEYS, out, status)
 
         if n_chunks == 1:
             run(chunks[0])

@@ -20,7 +20,8 @@ def _run(env):
 def test_cold_cache_is_announced_without_compiling(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     done = _run(env)
-    assert done.stdout.strip() == ("['affine', 'attend', 'attend_tile', 'forward_strings', "
+    assert done.stdout.strip() == ("['affine', 'attend', 'attend_items_by_classes', "
+                                   "'attend_tile', 'few_classes', 'forward_strings', "
                                    "'item_paths', 'key_norm_max']")
     assert done.stderr.count("compiling the kernels (about 46 s here; once, cached") == 1
     assert not list(tmp_path.rglob("*.nb*"))  # the check itself compiled nothing
@@ -32,7 +33,8 @@ def test_warm_cache_is_quiet():
                     "Simulator(constructions.build('dyck1'), fused=False).accepts(['()']); "
                     "import numpy as np; from satsim import saturated_attention; "
                     "x = np.random.default_rng(0).standard_normal((1, 512, 2)).astype(np.float32); "
-                    "saturated_attention(x, x, x)"],
+                    "saturated_attention(x, x, x); "
+                    "saturated_attention(x, np.repeat(x[:, :2], 256, axis=1), x)"],
                    check=True)
     done = _run(dict(os.environ))
     assert done.stdout.strip() == "[]"

@@ -23,8 +23,8 @@ def _is_cached(kernel) -> bool:
 
 
 def _kernels(path: str | None) -> tuple:
-    """The dispatchers of a path: "fused", "layers", "tiles" (BLAS score tiles), None: all."""
-    from satsim.kernels import attention, fused, layers, tiles
+    """The dispatchers of a path: "fused", "layers", "tiles", "classes" (repeated keys), None."""
+    from satsim.kernels import attention, classes, fused, layers, tiles
 
     chosen = ()
     if path in (None, "layers"):
@@ -33,6 +33,8 @@ def _kernels(path: str | None) -> tuple:
         chosen += (fused.forward_strings,)
     if path in (None, "tiles"):
         chosen += (tiles.attend_tile, tiles.key_norm_max)
+    if path in (None, "classes"):
+        chosen += (classes.few_classes, classes.attend_items_by_classes)
     return chosen
 
 

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from satsim.kernels import attention as _attention_module
+from satsim.kernels import classes as _classes_module
 from satsim.kernels import layers as _layers_module
 from satsim.kernels import stamp_with_callees
 from satsim.kernels.attention import _QUERY_BLOCK as QUERY_BLOCK
@@ -26,11 +27,13 @@ from satsim.kernels.attention import (
     _SAME_QUERIES,
     _SAME_SCORES,
     MAX_SCORE,
+    SOFTMAX,
     _attend_same_queries_into,
     _attend_same_scores,
     _attend_unit,
     _item_path,
 )
+from satsim.kernels.classes import MAX_CLASSES, attend_by_classes, key_classes
 from satsim.kernels.layers import _ROW_BLOCK, _affine_rows_into, _layer_norm_rows
 
 ATTENTION, FEED_FORWARD = 0, 1
@@ -56,7 +59,8 @@ OK, OVERFLOWED, LONG_GENERAL = 0, 1, 2
 """``status`` of a string: done; its queries, keys or values are not finite or its scores could
 overflow float64 (the caller reruns it on the checked path, which raises the error); or it has
 a head on the general O(T²) path and more than ``general_limit`` tokens (the caller runs it on
-the layer-by-layer path, whose attention splits one string's queries among threads)."""
+the layer-by-layer path, whose attention scores by BLAS tiles and splits one string's queries
+among threads)."""
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -103,13 +107,28 @@ def _max_abs_qkv(proj, width):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
+    """Run one head by key classes if its keys form few enough; return whether it ran."""
+    labels = np.empty(k.shape[0], dtype=np.int64)
+    representatives = np.empty(MAX_CLASSES, dtype=np.int64)
+    n_classes = key_classes(k, key_mask, labels, representatives)
+    if n_classes < 0:
+        return False
+    attend_by_classes(q, k, v, key_mask, key_mask, causal, kind, atol, rtol, scale, labels,
+                      representatives, n_classes, out, sizes, gaps)
+    return True
+
+
+@numba.njit(cache=True, fastmath=False)
 def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta, atol, rtol,
-               general_limit):
+               general_limit, class_min_keys):
     """Multi-head attention of every position of x (T, d); write rows start .. T - 1 of y.
 
     Return the string's status: OVERFLOWED when a query, key or value is not finite or scores
     could overflow float64 (the checks of :func:`satsim.attention.attention`), LONG_GENERAL
-    when a head takes the general path and T > general_limit (nothing written), else OK.
+    when a head takes the general path and T > general_limit (nothing written), else OK. Heads
+    of hard kinds on the general path whose keys form classes (T >= class_min_keys) take
+    :func:`satsim.kernels.classes.attend_by_classes`, as the batched path does.
     """
     proj_buf, q_buf, k_buf, v_buf, o_buf, stacked_buf, mask, tie_size, tie_gap = work
     used, xt, acc, scores, heap_scores, heap_positions, line, total, error = scratch
@@ -156,6 +175,9 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
             _attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
                                       rtol, scale, out, sizes, gaps, scores[:T], heap_scores[:T],
                                       heap_positions[:T], line[:T], total[:d_v], error[:d_v])
+        elif kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and _by_classes(
+                q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
+            pass
         else:
             if T > general_limit:
                 return LONG_GENERAL
@@ -191,14 +213,16 @@ def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
 
 @numba.njit(cache=True, nogil=True, fastmath=False)
 def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, params, reals,
-                    program, known, dims, kind, beta, atol, rtol, general_limit, out, status):
+                    program, known, dims, kind, beta, atol, rtol, general_limit, class_min_keys,
+                    out, status):
     """Run the strings ``order`` (indices into starts/lengths) through the whole model.
 
     ``ids`` holds every string's token ids back to back, string s at starts[s] with lengths[s]
     tokens. Positional rows come from ``pos_table`` from row pos_start[s] (no positions: an
     empty table). Write the logits to ``out``: row s (last-position readout) or rows
     starts[s] .. starts[s] + lengths[s] - 1 (per position); set status[s] (see ``OK``) for a
-    string left undone. Serial; releases the GIL.
+    string left undone. Heads whose keys repeat take the class path from class_min_keys tokens
+    on. Serial; releases the GIL.
     """
     d = dims[D_MODEL]
     n_out = dims[N_OUT]
@@ -266,7 +290,8 @@ def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, para
             if row[KIND] == ATTENTION:
                 attn_start = T - 1 if index == last_attention and read_last else 0
                 state = _attention(params, reals, known, row, source, y, attn_start, work,
-                                   scratch, kind, beta, atol, rtol, general_limit)
+                                   scratch, kind, beta, atol, rtol, general_limit,
+                                   class_min_keys)
                 if state != OK:
                     break
                 if index == last_attention and read_last:
@@ -302,4 +327,4 @@ def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, para
     return status
 
 
-stamp_with_callees(forward_strings, (_attention_module, _layers_module))
+stamp_with_callees(forward_strings, (_attention_module, _classes_module, _layers_module))

@@ -22,6 +22,7 @@ import ctypes
 import glob
 import os
 import queue
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -49,6 +50,10 @@ TILE_SCORES = 1 << 18
 """Query-key pairs per item (T·S) from which general items of hard kinds take tiles. Measured
 (B·H = 32, causal): from T = 512 on, tiles win (1.3-1.5× at T = 512, d = 16 and 64; 2× at
 T = 2048, d = 64); at T = 256 and below, the fused kernel wins (1.1-1.9×) whatever d."""
+PROGRESS_PAIRS = 2_000_000_000
+"""Query-key pairs of one call from which tiles report progress on stderr."""
+PROGRESS_SECONDS = 5.0
+"""Seconds between two progress lines."""
 _CHUNK = 32
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
@@ -322,16 +327,49 @@ def attend_tiled(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale,
                         start, k_norms, approx, out, tie_size, tie_gap)
 
     threads = max(1, min(int(threads), units.qsize()))
-    if _blas is None:  # BLAS threads out of reach: its own pool, then the filter, in turn
-        work()
-        return
-    with _one_blas_thread():
-        if threads == 1:
+    pairs = len(items) * T * S // (2 if causal else 1)
+    with _progress(units, pairs, f"{T} queries, {len(items)} head(s)"):
+        if _blas is None:  # BLAS threads out of reach: its own pool, then the filter, in turn
             work()
             return
-        with ThreadPoolExecutor(threads) as pool:
-            for future in [pool.submit(work) for _ in range(threads)]:
-                future.result()
+        with _one_blas_thread():
+            if threads == 1:
+                work()
+                return
+            with ThreadPoolExecutor(threads) as pool:
+                for future in [pool.submit(work) for _ in range(threads)]:
+                    future.result()
+
+
+@contextmanager
+def _progress(units: queue.SimpleQueue, pairs: int, what: str):
+    """Say on stderr, at the start and every PROGRESS_SECONDS, what share of ``units`` is taken.
+
+    Only for work of at least PROGRESS_PAIRS query-key pairs (a few seconds here).
+    """
+    if pairs < PROGRESS_PAIRS:
+        yield
+        return
+    total = units.qsize()
+    done = threading.Event()
+
+    def say() -> None:
+        taken = 100 * (total - units.qsize()) // total
+        print(f"satsim: attention over {what} by BLAS tiles: {taken}% of the tiles started",
+              file=sys.stderr, flush=True)
+
+    def report() -> None:
+        while not done.wait(PROGRESS_SECONDS):
+            say()
+
+    say()
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reporter.join()
 
 
 stamp_with_callees(attend_tile, (_attention_module,))
