@@ -93,14 +93,26 @@ def contract(x: Series, pattern: str, weight: np.ndarray, degree: int = 1) -> Se
     return Series(terms, x.floor + degree)
 
 
+_MATMUL = {"hte,hse->hts": lambda u, w: u @ np.swapaxes(w, -1, -2),
+           "hts,hse->hte": lambda u, w: u @ w}
+"""Attention's two contractions as (BLAS) matrix products; einsum does the rest."""
+
+
+def _contract(pattern: str, u: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """einsum(pattern, u, w), by matmul where the pattern is a batched matrix product."""
+    fast = _MATMUL.get(pattern)
+    return fast(u, w) if fast is not None else np.einsum(pattern, u, w)
+
+
 def product(a: Series, b: Series, pattern: str) -> Series:
     """einsum(pattern, a, b) of two expansions: degrees add."""
     total: dict[int, np.ndarray] = {}
     magnitude: dict[int, np.ndarray] = {}
     for i, u in a.terms.items():
         for j, w in b.terms.items():
-            total[i + j] = total.get(i + j, 0.0) + np.einsum(pattern, u, w)
-            magnitude[i + j] = magnitude.get(i + j, 0.0) + np.einsum(pattern, np.abs(u), np.abs(w))
+            total[i + j] = total.get(i + j, 0.0) + _contract(pattern, u, w)
+            magnitude[i + j] = magnitude.get(i + j, 0.0) + _contract(pattern, np.abs(u),
+                                                                     np.abs(w))
     floor = max(a.floor + b.top, b.floor + a.top)
     kept = {k: snap(total[k], magnitude[k]) for k in total if k >= floor}
     return truncate(kept, floor)
@@ -242,11 +254,12 @@ def weighted_sum(weights: Series, values: Series, support: np.ndarray) -> Series
     for i, w in weights.terms.items():
         for j, v in values.terms.items():
             known = np.nan_to_num(v, nan=0.0)
-            part = np.einsum("hts,hse->hte", w, known)
-            lost = np.einsum("hts,hse->hte", reach, np.isnan(v).astype(np.float64)) > 0
-            total[i + j] = total.get(i + j, 0.0) + np.where(lost, np.nan, part)
-            magnitude[i + j] = magnitude.get(i + j, 0.0) + np.einsum(
-                "hts,hse->hte", np.abs(w), np.abs(known))
+            part = w @ known
+            unknown = np.isnan(v)
+            if unknown.any():
+                part = np.where(reach @ unknown.astype(np.float64) > 0, np.nan, part)
+            total[i + j] = total.get(i + j, 0.0) + part
+            magnitude[i + j] = magnitude.get(i + j, 0.0) + np.abs(w) @ np.abs(known)
     floor = max(weights.floor + values.top, values.floor + weights.top)
     kept = {k: snap(total[k], magnitude[k]) for k in total if k >= floor}
     return truncate(kept, floor)
