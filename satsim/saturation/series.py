@@ -93,8 +93,13 @@ def contract(x: Series, pattern: str, weight: np.ndarray, degree: int = 1) -> Se
     return Series(terms, x.floor + degree)
 
 
+def _keys(w: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Values ``w`` (h, s, e) with a broadcast key axis stretched to the S keys of ``u``."""
+    return np.broadcast_to(w, w.shape[:-2] + (u.shape[-1], w.shape[-1]))
+
+
 _MATMUL = {"hte,hse->hts": lambda u, w: u @ np.swapaxes(w, -1, -2),
-           "hts,hse->hte": lambda u, w: u @ w}
+           "hts,hse->hte": lambda u, w: u @ _keys(w, u)}
 """Attention's two contractions as (BLAS) matrix products; einsum does the rest."""
 
 
@@ -253,6 +258,7 @@ def weighted_sum(weights: Series, values: Series, support: np.ndarray) -> Series
     reach = support.astype(np.float64)
     for i, w in weights.terms.items():
         for j, v in values.terms.items():
+            v = _keys(v, w)
             known = np.nan_to_num(v, nan=0.0)
             part = w @ known
             unknown = np.isnan(v)
