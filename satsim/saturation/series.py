@@ -143,13 +143,13 @@ def first_nonzero(x: Series) -> tuple[np.ndarray, np.ndarray]:
 def leading(x: Series) -> tuple[np.ndarray, np.ndarray]:
     """Per entry: the leading nonzero coefficient and its degree; NaN where it is not known.
 
-    An entry whose known coefficients are all zero is exactly zero only when the expansion is
-    exact at every degree; above a finite floor its leading term lies below what is known.
+    An entry whose known coefficients are all zero has no known leading term: above a finite
+    floor it lies below what is known, and even an expansion exact at every power of c leaves
+    out the exponentially small weights (e^(-c^k·gap)) of keys that attention removed, which
+    can decide the sign of what is zero at every power.
     """
     value, degree = first_nonzero(x)
-    if math.isfinite(x.floor):
-        value = np.where(degree == NO_DEGREE, np.nan, value)
-    return value, degree
+    return np.where(degree == NO_DEGREE, np.nan, value), degree
 
 
 def relu(x: Series) -> Series:
