@@ -107,7 +107,7 @@ def test_sample_command_options():
 def test_sample_command_errors_are_one_line_with_exit_code_2():
     for args, message in [
         (["--lang", "nope"], "unknown language 'nope'"),
-        (["--lang", "dyck1", "--split", "nope"], "unknown split preset"),
+        (["--lang", "dyck1", "--split", "nope"], "'nope' is not one of"),
         (["--lang", "dyck1", "--negatives", "bogus"], "unknown negatives 'bogus'"),
         (["--lang", "tomita1", "--max-depth", "2"], "no nesting depth"),
         (["--lang", "dyck1", "--min-len", "3", "--max-len", "3"], "no positive strings"),

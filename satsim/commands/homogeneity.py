@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from satsim.commands.options import OutputPath, count
 from satsim.homogeneity.curves import PROTOCOLS, REFERENCE_C
 
 
@@ -14,20 +15,24 @@ from satsim.homogeneity.curves import PROTOCOLS, REFERENCE_C
 @click.option("--protocol", type=click.Choice(list(PROTOCOLS)), default="authors",
               show_default=True, help="authors: their script's model (0/1 score mask, "
               "LN(f(x)) + x); standard: post- and pre-LN, causal and bidirectional.")
-@click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--seeds", type=count(1), default=5, show_default=True,
               help="Random encoders (and input batches) per model.")
-@click.option("--first-seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--layers", type=click.IntRange(min=1), default=12, show_default=True)
-@click.option("--d-model", type=click.IntRange(min=1), default=768, show_default=True)
-@click.option("--heads", type=click.IntRange(min=1), default=12, show_default=True)
-@click.option("--d-ff", type=click.IntRange(min=1), default=512, show_default=True)
+@click.option("--first-seed", type=count(0), default=0, show_default=True,
+              help="The first seed; seeds run from it upward.")
+@click.option("--layers", type=count(1), default=12, show_default=True,
+              help="Encoder layers.")
+@click.option("--d-model", type=count(1), default=768, show_default=True,
+              help="Width of the residual stream (a multiple of --heads).")
+@click.option("--heads", type=count(1), default=12, show_default=True, help="Attention heads.")
+@click.option("--d-ff", type=count(1), default=512, show_default=True,
+              help="Width of the feed-forward layer.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
               show_default=True, help="float32 is what the authors ran.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
+@click.option("--threads", type=count(1), default=None,
               help="torch CPU threads (default: torch's).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(), default=None,
               help="Write a PNG of the curves here.")
 def command(protocol, seeds, first_seed, layers, d_model, heads, d_ff, device, dtype, threads,
             as_json, plot_path) -> None:

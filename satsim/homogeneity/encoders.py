@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from satsim.errors import SatsimError
 from satsim.spec import (
     AttentionSpec,
     BlockSpec,
@@ -39,9 +40,9 @@ class EncoderSizes:
     def __post_init__(self) -> None:
         if min(self.layers, self.d_model, self.heads, self.d_ff, self.length,
                self.sequences) < 1 or not 1 <= self.vocab <= 10:
-            raise ValueError("encoder sizes must be positive, with a vocabulary of 1 to 10")
+            raise SatsimError("encoder sizes must be positive, with a vocabulary of 1 to 10")
         if self.d_model % self.heads:
-            raise ValueError(f"d_model {self.d_model} is not divisible by {self.heads} heads")
+            raise SatsimError(f"d_model {self.d_model} is not divisible by {self.heads} heads")
 
 
 def random_encoder(sizes: EncoderSizes, seed: int, *, norm: str, causal: bool) -> ModelSpec:
