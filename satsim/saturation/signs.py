@@ -1,4 +1,4 @@
-"""Which decisions the saturated model makes: the sign of every logit as c → ∞, always right.
+"""Which decisions the saturated model makes: the sign of every logit as c → ∞, right or NaN.
 
 The leading-order network (:func:`satsim.saturation.limit`) is the limit wherever nothing it
 dropped can matter (docs/saturation.md gives the argument). It runs in the compiled engine, and
