@@ -109,15 +109,30 @@ def _contract(pattern: str, u: np.ndarray, w: np.ndarray) -> np.ndarray:
     return fast(u, w) if fast is not None else np.einsum(pattern, u, w)
 
 
+def _live(x: Series) -> dict[int, bool]:
+    """Per degree: whether the coefficient has an entry that is not exactly 0 (NaN counts)."""
+    return {k: bool((v != 0).any()) for k, v in x.terms.items()}
+
+
+def _complete(total: dict, magnitude: dict, degrees) -> None:
+    """Give every degree in ``degrees`` a coefficient (zeros where no pair contributed)."""
+    shape = np.broadcast_shapes(*(np.shape(t) for t in total.values()))
+    for k in degrees:
+        total.setdefault(k, np.zeros(shape))
+        magnitude.setdefault(k, np.zeros(shape))
+
+
 def product(a: Series, b: Series, pattern: str) -> Series:
-    """einsum(pattern, a, b) of two expansions: degrees add."""
+    """einsum(pattern, a, b) of two expansions: degrees add (pairs of zero terms skipped)."""
     total: dict[int, np.ndarray] = {}
     magnitude: dict[int, np.ndarray] = {}
-    for i, u in a.terms.items():
-        for j, w in b.terms.items():
-            total[i + j] = total.get(i + j, 0.0) + _contract(pattern, u, w)
-            magnitude[i + j] = magnitude.get(i + j, 0.0) + _contract(pattern, np.abs(u),
-                                                                     np.abs(w))
+    live_a, live_b = _live(a), _live(b)
+    pairs = [(i, j) for i in a.terms for j in b.terms]
+    for i, j in [p for p in pairs if live_a[p[0]] and live_b[p[1]]] or pairs[:1]:
+        u, w = a.terms[i], b.terms[j]
+        total[i + j] = total.get(i + j, 0.0) + _contract(pattern, u, w)
+        magnitude[i + j] = magnitude.get(i + j, 0.0) + _contract(pattern, np.abs(u), np.abs(w))
+    _complete(total, magnitude, {i + j for i, j in pairs})
     floor = max(a.floor + b.top, b.floor + a.top)
     kept = {k: snap(total[k], magnitude[k]) for k in total if k >= floor}
     return truncate(kept, floor)
@@ -248,7 +263,7 @@ def ratio_series(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def weighted_sum(weights: Series, values: Series, support: np.ndarray) -> Series:
-    """Σ_s weights[h,t,s] values[h,s,e] of two expansions, for attention.
+    """Σ_s weights[h,t,s] values[h,s,e] of two expansions, for attention (zero pairs skipped).
 
     ``support`` (H, T, S) marks the keys whose weight is not exponentially small: an unknown
     value elsewhere cannot reach the output.
@@ -256,16 +271,18 @@ def weighted_sum(weights: Series, values: Series, support: np.ndarray) -> Series
     total: dict[int, np.ndarray] = {}
     magnitude: dict[int, np.ndarray] = {}
     reach = support.astype(np.float64)
-    for i, w in weights.terms.items():
-        for j, v in values.terms.items():
-            v = _keys(v, w)
-            known = np.nan_to_num(v, nan=0.0)
-            part = w @ known
-            unknown = np.isnan(v)
-            if unknown.any():
-                part = np.where(reach @ unknown.astype(np.float64) > 0, np.nan, part)
-            total[i + j] = total.get(i + j, 0.0) + part
-            magnitude[i + j] = magnitude.get(i + j, 0.0) + np.abs(w) @ np.abs(known)
+    live_w, live_v = _live(weights), _live(values)
+    pairs = [(i, j) for i in weights.terms for j in values.terms]
+    for i, j in [p for p in pairs if live_w[p[0]] and live_v[p[1]]] or pairs[:1]:
+        w, v = weights.terms[i], _keys(values.terms[j], weights.terms[i])
+        known = np.nan_to_num(v, nan=0.0)
+        part = w @ known
+        unknown = np.isnan(v)
+        if unknown.any():
+            part = np.where(reach @ unknown.astype(np.float64) > 0, np.nan, part)
+        total[i + j] = total.get(i + j, 0.0) + part
+        magnitude[i + j] = magnitude.get(i + j, 0.0) + np.abs(w) @ np.abs(known)
+    _complete(total, magnitude, {i + j for i, j in pairs})
     floor = max(weights.floor + values.top, values.floor + weights.top)
     kept = {k: snap(total[k], magnitude[k]) for k in total if k >= floor}
     return truncate(kept, floor)
