@@ -113,17 +113,21 @@ class TieBreak:
     head: HeadLimit
 
 
-def limit_weights(scores: Series, causal: bool) -> TieBreak:
+def limit_weights(scores: Series, causal: bool, heads: int | None = None,
+                  n: int | None = None) -> TieBreak:
     """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top.
 
     A gap at a positive degree removes a key (its weight is exponentially small). Keys tied at
     every positive degree share the weight exp(s_0 + s_-1/c + ...) normalised, a power series in
     1/c. A query whose tie set or weights depend on terms that are not known gets NaN weights.
+    ``heads`` and ``n`` give the shape (heads, n, n) where the scores' terms are broadcast
+    (default: their broadcast shape).
     """
-    first = next(iter(scores.terms.values()))
-    n = first.shape[-1]
+    shape = np.broadcast_shapes(*(np.shape(t) for t in scores.terms.values()))
+    n = shape[-1] if n is None else n
+    lead_axes = shape[:-2] if heads is None else (heads,)
     allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
-    candidates = np.broadcast_to(allowed, first.shape[:-2] + (n, n)).copy()
+    candidates = np.broadcast_to(allowed, lead_axes + (n, n)).copy()
     unknown = np.zeros(candidates.shape[:-1], dtype=bool)
     lead, split_at = None, np.zeros(candidates.shape[:-1], dtype=np.int64)
     for degree in range(scores.top, 0, -1):
@@ -184,6 +188,7 @@ class _Evaluator:
         self.spec = spec if spec.dtype == np.float64 else spec.astype(np.float64)
         self.findings: list[Finding] = []
         self.heads: list[HeadLimit] = []
+        self.length = 0  # tokens of the string being run
 
     def note_vanishing(self, x: Series, where: str) -> None:
         _, degree = row_leading(x)
@@ -235,7 +240,7 @@ class _Evaluator:
         v = self.linear(x, "td,hde->hte", attn.W_V, attn.b_V, (h, 1, -1))
         raw = product(q, k, "hte,hse->hts")
         scores = Series({d: t / math.sqrt(attn.d_head) for d, t in raw.terms.items()}, raw.floor)
-        ties = limit_weights(scores, attn.causal)
+        ties = limit_weights(scores, attn.causal, h, self.length)
         self.heads.append(ties.head)
         self.report(ties, v.terms[v.top], where)
         z = weighted_sum(ties.weights, v, ties.support)
@@ -275,7 +280,9 @@ class _Evaluator:
 
     def run(self, string: str) -> ExactLimit:
         spec = self.spec
-        x = self.embed(encode(spec, string))
+        ids = encode(spec, string)
+        self.length = len(ids)
+        x = self.embed(ids)
         streams = [x]
         for layer, block in enumerate(spec.blocks):
             p = f"blocks.{layer}"
