@@ -186,7 +186,7 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if not torch.isfinite(loss):
-            raise SatsimError(f"the loss became {float(loss)} at step {t}; lower the lr")
+            raise SatsimError(f"the loss became {float(loss.detach())} at step {t}; lower the lr")
         if not logged:
             self.optimizer.step()
             return None
