@@ -1,6 +1,6 @@
 """The saturation view: trained soft attention beside argmax-uniform attention on the same logits.
 
-Saturated attention (DESIGN.md §1) puts weight 1/|S| on every position of the tie set S (the
+Saturated attention (docs/semantics.md §1) puts weight 1/|S| on every position of the tie set S (the
 positions whose logit is within tolerance of the maximum) and 0 elsewhere. Here the scores are
 the logits Z[m, l] themselves, fed to ``satsim.reference.attention`` with a one-dimensional query
 of 1 and keys equal to the logits (scale 1), so tie sets follow the library's default float64
