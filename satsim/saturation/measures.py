@@ -146,7 +146,7 @@ class _Target:
     """A limit to compare the soft twin with: padded streams (B, T, d) and decisions per string."""
 
     streams: list[np.ndarray]
-    decisions: list[np.ndarray]
+    decisions: list[np.ndarray | None]  # None: the limit's decision is undetermined
 
 
 def _leading_target(network: LeadingOrder, run: LimitRun) -> _Target:
@@ -168,7 +168,7 @@ def _exact_target(spec: ModelSpec, strings: Sequence[str], n: int) -> tuple[_Tar
     for string in strings:
         limit = exact_limit(spec, string)
         directions.append([_pad(limit.direction(i), n) for i in range(len(limit.streams))])
-        decisions.append(decide(spec, limit.logit_signs()))
+        decisions.append(decide(spec, limit.logit_signs()) if limit.determined else None)
         for finding in limit.findings:
             findings[finding.kind + (" (harmless)" if finding.harmless else "")] += 1
     return _Target([np.stack(rows) for rows in zip(*directions)], decisions), dict(findings)
@@ -187,10 +187,9 @@ def convergence(spec: ModelSpec, strings: Sequence[str], scales: Sequence[float]
     if exact:
         targets["exact"], findings = _exact_target(network.source, strings, n)
     signs = limit_signs(spec, strings, rates)
-    targets["signs"] = _Target([], [s > 0 if not np.isnan(s).any() else None
-                                    for s in signs.signs])
+    signed = [None if np.isnan(s).any() else s > 0 for s in signs.signs]
     cosine: dict[str, list] = {key: [] for key in targets}
-    agreement: dict[str, list] = {key: [] for key in targets}
+    agreement: dict[str, list] = {key: [] for key in [*targets, "signs"]}
     soft = _soft(spec, device, dtype)
     for c in scales:
         run = soft.scaled(c, rates).run(strings)
@@ -198,9 +197,9 @@ def convergence(spec: ModelSpec, strings: Sequence[str], scales: Sequence[float]
         decisions = [decide(spec, run.logits_of(row)) for row in range(len(strings))]
         for key, target in targets.items():
             cosine[key].append([token_cosine(s, t, lengths)
-                                for s, t in zip(streams, target.streams)] if target.streams
-                               else [])
+                                for s, t in zip(streams, target.streams)])
             agreement[key].append(_agree(decisions, target.decisions))
+        agreement["signs"].append(_agree(decisions, signed))
     return Convergence(
         model=spec.name, streams=list(network.graph.graph["streams"]),
         scales=[float(c) for c in scales], cosine=cosine["leading"],

@@ -25,11 +25,12 @@ import numpy as np
 
 from satsim.encoding import encoder, positional_vectors
 from satsim.errors import SatsimError
-from satsim.forward import LayerTrace, forward_batch
+from satsim.forward import LayerTrace, counting_heads, forward_batch
 from satsim.reference.forward import AttentionSettings
 from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.scaling import Rates
+from satsim.simulator import next_symbol_sets
 from satsim.spec import ModelSpec
 from satsim.tolerance import tie_tolerance
 
@@ -61,18 +62,12 @@ class LimitSigns:
 
 
 def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
-    """Per attention layer, (H,) bool: heads that score every key alike at every degree."""
-    out = []
-    for block in spec.blocks:
-        if block.attn is None:
-            continue
-        attn = block.attn
-        constant_keys = ~attn.W_K.reshape(attn.n_heads, -1).any(axis=1)
-        zero_queries = ~attn.W_Q.reshape(attn.n_heads, -1).any(axis=1)
-        if attn.b_Q is not None:
-            zero_queries &= ~attn.b_Q.any(axis=1)
-        out.append(constant_keys | zero_queries)
-    return out
+    """Per attention layer, (H,) bool: heads that score every key alike at every degree.
+
+    These are the engine's counting heads (:func:`satsim.forward.counting_heads`), read off the
+    source spec, whose biases the leading-order network may have dropped.
+    """
+    return [counting_heads(block.attn) for block in spec.blocks if block.attn is not None]
 
 
 def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.ndarray,
@@ -171,7 +166,6 @@ class _Checker:
     """Runs batches through the leading-order network and flags the strings it cannot answer."""
 
     def __init__(self, network: LeadingOrder) -> None:
-        self.network = network
         self.spec = network.spec
         self.settings = AttentionSettings("saturated")
         self.tolerance = tie_tolerance(np.float64)
@@ -213,14 +207,8 @@ class _Checker:
 
     def _attention_inputs(self, run) -> list[np.ndarray]:
         """The residual stream entering each attention sublayer (before its pre-LayerNorm)."""
-        streams, index = [], 0
-        for block in self.spec.blocks:
-            if block.attn is not None:
-                streams.append(run.residuals[index])
-                index += 1
-            if block.mlp is not None:
-                index += 1
-        return streams
+        return [run.residuals[index] for index, (_, kind) in enumerate(self.spec.sublayers())
+                if kind == "attn"]
 
 
 def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
@@ -285,10 +273,9 @@ class LimitPredictor:
         for string, signs in zip(strings, result.signs):
             if self.spec.output.task == "recognition":
                 answers.append(None if np.isnan(signs).any() else bool(signs[0] > 0))
-                continue
-            rows = signs[: len(string) + 1]
-            answers.append(None if np.isnan(rows).any()
-                           else [frozenset(labels[row > 0]) for row in rows])
+            else:
+                undetermined = np.isnan(signs[: len(string) + 1]).any()
+                answers.append(None if undetermined else next_symbol_sets(labels, signs, string))
         return answers
 
     def note(self) -> str:
