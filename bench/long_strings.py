@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 MODELS = HERE / "models"
 TRAINED = {"trained-nopos": "none", "trained-learned": "learned"}
+HEADS, D_HEAD = 4, 8  # the models' heads over both layers, and their inner dimension
 
 
 def dyck1_string(length: int) -> str:
@@ -109,7 +110,7 @@ def worker(args: argparse.Namespace) -> None:
     import numpy as np
 
     if args.model == "bound":
-        print(json.dumps({"seconds": bound(args.length, 8, 4)}))
+        print(json.dumps({"seconds": bound(args.length, D_HEAD, HEADS)}))
         return
     from satsim import Simulator
 
@@ -175,7 +176,7 @@ def main() -> None:
                 limit = min(child(here, "bound", length, threads, "-")["seconds"]
                             for threads in {1, args.threads})
                 row = {"model": model, "length": length, "bound_seconds": limit,
-                       "bound_gflops": 4 * 16 * length * (length + 1) / 2 / limit / 1e9,
+                       "bound_gflops": HEADS * 2 * D_HEAD * length * (length + 1) / 2 / limit / 1e9,
                        "load_before": os.getloadavg()[0]}
                 compared = args.baseline and length <= (args.baseline_up_to or length)
                 for name, code in codes.items():

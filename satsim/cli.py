@@ -44,7 +44,7 @@ def cli() -> None:
 def eval_command(lang_name, model_path, task, attention, beta, atol, rtol, n, seed, bins_text,
                  min_len, max_len, as_json) -> None:
     """Test a model against the language's oracle, per length bin."""
-    from satsim.evaluation import DEFAULT_BINS, check_test_set_memory, evaluate, parse_bins
+    from satsim.evaluation import DEFAULT_BINS, evaluate, parse_bins
 
     language = get_language(lang_name)
     if bins_text and (min_len is not None or max_len is not None):
@@ -53,7 +53,6 @@ def eval_command(lang_name, model_path, task, attention, beta, atol, rtol, n, se
         low = 0 if min_len is None else min_len
         bins_text = f"{low}-{max(64, low) if max_len is None else max_len}"
     bins = parse_bins(bins_text) if bins_text else DEFAULT_BINS
-    check_test_set_memory(bins, n)
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     temperature = f" (beta={beta})" if attention == "softmax" else ""
     header = [f"language {language.name} · model {simulator.spec.name} · attention "

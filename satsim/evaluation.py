@@ -179,7 +179,8 @@ def _predict_in_chunks(predictor: Callable[[list[str]], list], strings: list[str
         if size >= CHUNK_SYMBOLS:
             chunks.append(chunk)
             chunk, size = [], 0
-    chunks.append(chunk)
+    if chunk or not chunks:
+        chunks.append(chunk)
     predicted: list = []
     seconds = 0.0
     for part in chunks:

@@ -69,12 +69,9 @@ def check_output_folder(path: str | os.PathLike, option: str = "output") -> Path
     return path
 
 
-def prepare_output_folder(path: str | os.PathLike, option: str = "output") -> Path:
-    """``path`` as a Path, created (with its parents) if missing, after checking it is writable."""
-    path = check_output_folder(path, option)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise SatsimError(f"{option}: cannot create the folder {path} ({error.strerror}); "
-                          "choose a folder you can write to") from None
-    return path
+def replace_atomically(write, path: str | os.PathLike) -> None:
+    """Write ``path`` through ``write(temporary path)`` and a rename: a kill leaves old or new."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)

@@ -17,7 +17,7 @@ from satsim.kernels import fused as fused_kernels
 from satsim.kernels.layers import serial_kernels
 from satsim.reference.attention import tie_sets
 from satsim.reference.forward import AttentionSettings
-from satsim.resources import check_memory
+from satsim.resources import SYMBOL_BYTES, check_memory
 from satsim.spec import ModelSpec
 
 
@@ -157,7 +157,7 @@ class Simulator:
     def check_memory(self, lengths: np.ndarray) -> None:
         """Raise a one-line SatsimError when the strings' activations would not fit in memory."""
         in_flight = np.sort(lengths)[-numba.get_num_threads():].sum() if len(lengths) else 0
-        check_memory(float(in_flight) * self.token_bytes() + 16.0 * lengths.sum(),
+        check_memory(float(in_flight) * self.token_bytes() + SYMBOL_BYTES * lengths.sum(),
                      f"running strings of up to {lengths.max(initial=0):,} symbols",
                      "give shorter or fewer strings")
 

@@ -28,14 +28,11 @@ from satsim.commands.options import OutputPath, count
 def command(run_dir, plot_dir, as_json, bins_text, n, seed, device, soft_max_len,
             roles_n) -> None:
     """Analyse a training run: ‖θ‖ fits, per-layer growth, direction, per-bin accuracy, roles."""
-    from satsim.errors import SatsimError
     from satsim.evaluation import parse_bins
     from satsim.soft import resolve_device
     from satsim.training.report import build_report, render
 
     bins = parse_bins(bins_text) if bins_text else None
-    if soft_max_len < 0:
-        raise SatsimError(f"--soft-max-len must be at least 0, got {soft_max_len}")
     where = str(resolve_device(device))
     report = build_report(run_dir, bins, n, seed, device=where, soft_max_len=soft_max_len,
                           roles_n=roles_n,

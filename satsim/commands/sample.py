@@ -64,7 +64,7 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
     total = sum(split.size(n) for split in splits)
     longest = max(max(split.max_len for split in splits), 1)
     check_memory(max(strings_bytes(split.size(n), (split.min_len + split.max_len) / 2)
-                     for split in splits), f"-n {n} with lengths up to {max_len}",
+                     for split in splits), f"-n {n} with lengths up to {longest}",
                  "lower -n or --max-len")
     handle = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
     try:

@@ -46,9 +46,9 @@ def _progress(total: int, label: str):
 @click.option("--setting", "named", type=click.Choice(["fig4"]), default=None,
               help="Trace a named setting: fig4 is the paper's Figure 4 (2 query tokens, one "
               "next token each, zero init, η_Z = η_Y = 1).")
-@click.option("--common", type=click.IntRange(min=0), default=N_COMMON, show_default=True,
+@click.option("--common", type=count(), default=N_COMMON, show_default=True,
               help="Common tokens shared by every next token (--trace and --setting only).")
-@click.option("--common-per-query", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--common-per-query", type=count(), default=0, show_default=True,
               help="Common tokens of each query token (--trace and --setting only).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--plot", "plot_dir", type=OutputPath(folder=True), default=None,
@@ -67,12 +67,13 @@ def command(grid_name, seeds, iters, batch, device, zero_init, loss_kind, epsilo
     if trace_text is None and named is None and (common, common_per_query) != (N_COMMON, 0):
         raise SatsimError("--common and --common-per-query apply to --trace and --setting; the "
                           "grid is Figure 6's layout")
+    trace = None
     if trace_text is not None:
         k, eta_z, ratio = parse_setting(trace_text)
         trace = dict(task=Task(k, **layout), eta_z=eta_z, ratio=ratio, zero_init=zero_init)
     elif named == "fig4":
         trace = dict(task=fig4_task(**layout), name="fig4", **FIG4)
-    if trace_text is not None or named is not None:
+    if trace is not None:
         task = trace["task"]
         check_memory(run_bytes(task.n_queries, task.n_vocab, seeds, iters, batch, history=True),
                      f"the trace of K={task.n_queries}", "lower K, --seeds, --iters or --batch")
@@ -87,7 +88,7 @@ def command(grid_name, seeds, iters, batch, device, zero_init, loss_kind, epsilo
 
     device = str(resolve_device(device))
     run = dict(iters=iters, batch=batch, loss=loss_kind, device=device, epsilon=epsilon)
-    if trace_text is not None or named is not None:
+    if trace is not None:
         _trace(trace, seeds, run, as_json, plot_dir)
     else:
         _grid(GRIDS[grid_name], seeds, dict(run, zero_init=zero_init), as_json, plot_dir,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import ExitStack
+from pathlib import Path
 
 import click
 from click.core import ParameterSource
@@ -86,8 +87,8 @@ def _option(name: str, kind, help_text: str, **extra):
 @click.pass_context
 def command(context, out, resume, threads, as_json, **settings) -> None:
     """Train a soft transformer on a language; record norms, projections and saturation."""
-    run = check_output_folder(
-        out or f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}", "--out")
+    default = f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}"
+    run = Path(out) if out else check_output_folder(default, "--out")  # --out: checked on parse
     if resume:
         if not (run / "config.json").exists():
             raise SatsimError(f"nothing to resume: {run} holds no run (config.json)")

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from satsim.homogeneity.encoders import EncoderSizes, random_encoder
-from satsim.saturation.measures import flat_cosine
 
 if TYPE_CHECKING:
     from satsim.soft import SoftTransformer
@@ -84,11 +83,13 @@ def seed_curve(variant: Variant, sizes: EncoderSizes, seed: int,
                reference: float = REFERENCE_C, *, device: str = "auto",
                dtype: str = "float64") -> list[float]:
     """One seed's curve: pooled output cosine at each c against ``reference``."""
+    from satsim.saturation.measures import final_output, flat_cosine
+
     twin = build_twin(variant, sizes, seed, device, dtype)
     strings = random_sequences(sizes, seed)
 
     def output(c: float) -> np.ndarray:
-        return twin.scaled(c).run(strings).final.double().cpu().numpy()
+        return final_output(twin.scaled(c).run(strings))
 
     target = output(reference)
     return [flat_cosine(output(c), target) for c in scales]  # pooled over the whole batch

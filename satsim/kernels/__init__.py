@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-COMPILE_SECONDS = {"fused": 23, "layers": 17, "tiles": 9}
+COMPILE_SECONDS = {"fused": 23, "layers": 17, "tiles": 9, "classes": 4}
 """CPU seconds each path's kernels take to compile on this project's 2-core machine (measured
 with an empty NUMBA_CACHE_DIR; a loaded machine takes longer in wall time)."""
 
@@ -49,7 +49,7 @@ _checked: set = set()
 def announce_compile(stream=None, path: str | None = None) -> bool:
     """Say on stderr that a path's kernels are compiling, and for about how long, if cold.
 
-    ``path`` ("fused", "layers", "tiles" or None for all) names the kernels about to run; each
+    ``path`` ("fused", "layers", "tiles", "classes" or None for all) names the kernels to run; each
     path is checked the first time it runs in a process, so a warm path stays quiet and every
     cold one speaks.
     """

@@ -8,12 +8,12 @@ saving leaves the previous checkpoint intact; loading never unpickles (``weights
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from satsim.errors import SatsimError
+from satsim.output import replace_atomically
 from satsim.spec import ModelSpec
 
 PATTERN = re.compile(r"step-(\d{8})\.safetensors$")
@@ -42,19 +42,13 @@ def checkpoint_steps(run: Path) -> list[int]:
     return [s for s in spec_steps(run) if state_path(run, s).exists()]
 
 
-def _replace(write, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
     """Write the checkpoint at ``step``: the spec, then the state (which marks it complete)."""
     import torch
 
     spec_path(run, step).parent.mkdir(parents=True, exist_ok=True)
-    _replace(lambda tmp: spec.save(str(tmp)), spec_path(run, step))
-    _replace(lambda tmp: torch.save(state, tmp), state_path(run, step))
+    replace_atomically(lambda tmp: spec.save(str(tmp)), spec_path(run, step))
+    replace_atomically(lambda tmp: torch.save(state, tmp), state_path(run, step))
 
 
 @dataclass

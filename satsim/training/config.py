@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from satsim.errors import SatsimError
+from satsim.output import replace_atomically
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 NORMS = ("pre", "post", "none")
@@ -88,10 +88,8 @@ class TrainConfig:
 
     def save(self, path: Path) -> None:
         """Write config.json."""
-        path = Path(path)
-        partial = path.with_name(path.name + ".tmp")  # renamed: a kill never leaves half a file
-        partial.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        os.replace(partial, path)
+        text = json.dumps(self.to_dict(), indent=2) + "\n"
+        replace_atomically(lambda tmp: tmp.write_text(text), path)
 
     @classmethod
     def load(cls, path: Path) -> TrainConfig:

@@ -23,6 +23,7 @@ import torch
 import languages
 from languages.base import LanguageError
 from satsim.errors import SatsimError
+from satsim.output import replace_atomically
 from satsim.saturation.measures import representation_similarity
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
@@ -263,5 +264,6 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     trainer.model.to_spec().save(str(run / "final.safetensors"))
     norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
-    (run / "summary.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"
+    replace_atomically(lambda tmp: tmp.write_text(summary), run / "summary.json")
     return result

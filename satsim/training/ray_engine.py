@@ -47,6 +47,8 @@ def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
     then keeps the remote ``traceback``). Tasks still pending when the driver stops are
     cancelled; their runs resume from their checkpoints next time.
     """
+    if not todo:  # a finished sweep: no cluster to start
+        return
     started = connect(address)
     pending = {}
     try:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
 from satsim.errors import SatsimError
+from satsim.output import replace_atomically
 from satsim.training.config import TrainConfig
 
 SHORT = {"lang": "", "task": "", "seed": "s", "lr": "lr", "optimizer": "", "weight_decay": "wd",
@@ -125,11 +125,9 @@ def _row_settings(row: dict) -> dict:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a kill leaves old or new, whole."""
+    """Write ``text`` to ``path`` (its folder made if missing) so a kill leaves old or new."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    replace_atomically(lambda tmp: tmp.write_text(text), path)
 
 
 def result_row(name: str, run: Path) -> dict:
