@@ -117,19 +117,19 @@ def _running_sum(v, labels, members, stop, set_masks, set_ends, set_sums, n_sets
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False)
-def attend_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale, labels,
+def attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labels,
                       representatives, n_classes, out, tie_size, tie_gap):
     """Attend one item (q (T, d), k (S, d), v (S, e)) of a hard kind whose keys form classes.
 
-    ``labels`` and ``representatives`` as :func:`key_classes` wrote them for (k, key_mask), with
-    ``n_classes`` classes; ``scale`` nonzero (so equal scores are equal bits: a zero score is
-    scale·(+0), never of both signs, and the gap of a repeated max is +0 as in key order).
+    ``labels`` and ``representatives`` (each class's first key) as :func:`key_classes` wrote
+    them for k and its key mask, with ``n_classes`` classes; ``scale`` nonzero (so equal scores
+    are equal bits: a zero score is scale·(+0), never of both signs, and the gap of a repeated
+    max is +0 as in key order).
     Writes out, tie_size, tie_gap rows of the real queries.
     """
     T, S, e = q.shape[0], k.shape[0], v.shape[1]
     one = np.uint64(1)
     counts = np.zeros(n_classes, dtype=np.int64)
-    first = np.full(n_classes, -1, dtype=np.int64)
     last = np.full(n_classes, -1, dtype=np.int64)
     class_scores = np.empty(n_classes)
     set_masks = np.zeros(_MAX_SETS, dtype=np.uint64)
@@ -138,6 +138,7 @@ def attend_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, s
     total = np.empty(e)
     n_sets = 0
     seen = 0  # keys below this position are counted
+    present = 0  # allowed keys counted so far
     for i in range(T):
         stop = i + 1 if causal else S
         for j in range(seen, stop):
@@ -145,14 +146,10 @@ def attend_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, s
             if c >= 0:
                 counts[c] += 1
                 last[c] = j
-                if first[c] < 0:
-                    first[c] = j
+                present += 1
         seen = max(seen, stop)
         if not query_mask[i]:
             continue
-        present = 0
-        for c in range(n_classes):
-            present += counts[c]
         if present == 0:
             continue
         members = np.uint64(0)
@@ -197,8 +194,9 @@ def attend_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, s
         pick = -1
         for c in range(n_classes):
             if (members >> np.uint64(c)) & one:
-                if kind == UNIQUE_LEFT:
-                    pick = first[c] if pick < 0 else min(pick, first[c])
+                if kind == UNIQUE_LEFT:  # a class's first key is its representative
+                    first = representatives[c]
+                    pick = first if pick < 0 else min(pick, first)
                 else:
                     pick = max(pick, last[c])
         out[i] = v[pick]
@@ -231,7 +229,7 @@ def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, r
     representatives = np.empty(MAX_CLASSES, dtype=np.int64)
     for n in range(n_items):
         n_classes = key_classes(k[n], key_mask[n], labels, representatives)
-        attend_by_classes(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, atol,
+        attend_by_classes(q[n], k[n], v[n], query_mask[n], causal, kind, atol,
                           rtol, scale, labels, representatives, n_classes, out[n], tie_size[n],
                           tie_gap[n])
     return out, tie_size, tie_gap

@@ -114,7 +114,7 @@ def _by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, 
     n_classes = key_classes(k, key_mask, labels, representatives)
     if n_classes < 0:
         return False
-    attend_by_classes(q, k, v, key_mask, key_mask, causal, kind, atol, rtol, scale, labels,
+    attend_by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, labels,
                       representatives, n_classes, out, sizes, gaps)
     return True
 
