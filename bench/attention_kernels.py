@@ -47,8 +47,8 @@ def child(backend: str, B, H, T, d, threads, repeats) -> dict:
     if backend.startswith("satsim"):
         import numba
 
-        from satsim.attention import saturated_attention
-        from satsim.kernels import tiles
+        from satsim.engine.attend import saturated_attention
+        from satsim.engine.kernels import tiles
 
         numba.set_num_threads(threads)
         if backend.startswith("satsim-fused"):

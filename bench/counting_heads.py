@@ -1,11 +1,11 @@
 """Counting heads (scores constant for every query) as prefix means vs the generic kernel.
 
-Run: python bench/counting_heads.py [--threads 1]. B = 8, H = 4, T = 2048, d = 64, float32,
-causal saturated attention whose keys are one constant row per head (a zero key map W_K, keys
-= b_K), as :func:`satsim.forward.counting_heads` detects from the weights. Times the prefix-mean
-path promised from the weights (``same_scores=True``), the same inputs with run-time detection,
-and the generic per-query kernel forced on every item; checks all three agree. Prints a table and
-writes bench/results/counting_heads.json.
+Run: python bench/counting_heads.py [--threads 1]. B = 8, H = 4, T = 2048, d = 64, float32, causal
+saturated attention whose keys are one constant row per head (a zero key map W_K, keys = b_K), as
+:func:`satsim.model.architecture.counting_heads` detects from the weights. Times the prefix-mean
+path promised from the weights (``same_scores=True``), the same inputs with run-time detection, and
+the generic per-query kernel forced on every item; checks all three agree. Prints a table and writes
+bench/results/counting_heads.json.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ def main() -> None:
     args = parser.parse_args()
     import numba
 
-    from satsim.attention import attention
-    from satsim.kernels import attention as kernels
-    from satsim.tolerance import default_tolerance
+    from satsim.engine.attend import attention
+    from satsim.engine.kernels import queries as kernels
+    from satsim.model.settings import default_tolerance
 
     numba.set_num_threads(args.threads)
     B, H, T, d = 8, 4, 2048, 64

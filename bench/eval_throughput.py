@@ -21,7 +21,7 @@ from _common import machine, median_time, run_child, write
 
 def strings(n: int):
     import languages
-    from satsim.evaluation import test_set
+    from satsim.analysis.strings import test_set
 
     return test_set(languages.get("dyck1"), n, 1, 1000, seed=0)
 
@@ -77,8 +77,8 @@ def main() -> None:
 
     import languages
     from satsim import Simulator, constructions
-    from satsim.evaluation import predict
-    from satsim.forward import forward_fused
+    from satsim.analysis.scoring import predict
+    from satsim.engine.program import forward_fused
 
     numba.set_num_threads(args.threads)
     load_before = machine()["load_average_1min"]

@@ -3,7 +3,7 @@
 Run: python bench/homogeneity.py [--protocol authors|standard|both] [--seeds 20] [--device auto]
 Writes bench/results/homogeneity_<protocol>.json (the ``satsim homogeneity --json`` object plus
 timing and machine load) and bench/results/homogeneity_<protocol>.png, and prints Markdown
-tables of mean [min, max] over seeds at a few c. The experiment is ``satsim.homogeneity``.
+tables of mean [min, max] over seeds at a few c. The experiment is ``satsim.papers.homogeneity``.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
 
-    from satsim.commands.torch_setup import import_torch
+    from satsim.torch_setup import import_torch
 
     torch = import_torch(args.threads)
-    from satsim.homogeneity import PROTOCOLS, REFERENCE_C, EncoderSizes, homogeneity_curves
-    from satsim.homogeneity.plot import curve_label, plot_curves
+    from satsim.papers.homogeneity import PROTOCOLS, REFERENCE_C, EncoderSizes, homogeneity_curves
+    from satsim.papers.homogeneity.plot import curve_label, plot_curves
     from satsim.soft import resolve_device
 
     device = resolve_device(args.device)

@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 from _common import machine, write  # noqa: E402
 from helpers import random_spec  # noqa: E402
 
-from satsim.commands.torch_setup import import_torch  # noqa: E402
-from satsim.saturation.measures import convergence  # noqa: E402
+from satsim.analysis.measures import convergence  # noqa: E402
+from satsim.torch_setup import import_torch  # noqa: E402
 
 SCALES = (1.0, 10.0, 100.0, 1000.0)
 SHAPES = {

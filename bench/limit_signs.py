@@ -32,10 +32,10 @@ import numpy as np  # noqa: E402
 from _common import machine, write  # noqa: E402
 from helpers import random_spec  # noqa: E402
 
-from satsim.commands.torch_setup import import_torch  # noqa: E402
+from satsim.engine.simulator import Simulator  # noqa: E402
 from satsim.saturation import exact_limit, limit, limit_signs  # noqa: E402
-from satsim.simulator import Simulator  # noqa: E402
 from satsim.soft import SoftTransformer  # noqa: E402
+from satsim.torch_setup import import_torch  # noqa: E402
 
 SCALES = (1e4, 1e5, 1e6)
 

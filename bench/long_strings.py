@@ -57,13 +57,14 @@ def load_model(name: str, longest: int):
     """The spec of a model: trained (from bench/models), or the untrained initialisation."""
     import numpy as np
 
-    from satsim.spec import ModelSpec, PositionalSpec
+    from satsim.model.io import load_spec
+    from satsim.model.spec import PositionalSpec
     from satsim.training.config import TrainConfig
     from satsim.training.init import initial_spec
 
     if name == "random":
         return initial_spec(TrainConfig(seed=0), ("(", ")"))
-    spec = ModelSpec.load(str(MODELS / f"dyck1-{TRAINED[name]}.safetensors"))
+    spec = load_spec(str(MODELS / f"dyck1-{TRAINED[name]}.safetensors"))
     table = spec.positional.W_pos
     if table is not None and table.shape[0] < longest:
         rng = np.random.default_rng(1)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from _common import RESULTS, machine
 
-from satsim.commands.torch_setup import import_torch
+from satsim.torch_setup import import_torch
 
 IMAGES = Path(__file__).parent.parent / "docs" / "img"
 CONFIGS = {"main": {}, "scaled_head": {"scale_head": True},
@@ -35,8 +35,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     import_torch(1)
-    from satsim.projection import report, run_experiment
-    from satsim.projection.plots import write_figure
+    from satsim.papers.projection import report, run_experiment
+    from satsim.papers.projection.plots import write_figure
 
     out = {"machine": machine(), "runs": {}}
     for name, options in CONFIGS.items():

@@ -5,17 +5,16 @@ Writes bench/results/scan_snap_authors_protocol.json and prints, per cell, this 
 beside `satsim scan-snap`'s (bench/results/scan_snap_paper.json) with the difference in standard
 errors.
 
-This is a second implementation of the published protocol (the authors' ``Model2`` and
-``Dataset2`` in luckmatters' ``ssl/real-dataset/decoder_only.py``, overrides of
-``scan_snap/figure_6.log``), written without satsim.scansnap, to check that the satsim trainer's
-choices do not move the grid: it keeps what satsim replaces. Each run is one model with two full
-``nn.Linear(M, M, bias=False)`` matrices (PyTorch's own initialisation), float32, torch's RNG
-seeded per run, a fresh batch of 128 sequences per step (next token uniform, 127 context tokens by
-``torch.multinomial``), attention of the last token over the 127 context positions with logit
-Z[last, token], f = attention-weighted one-hot sum / its norm, logits Y f over all M tokens,
-cross-entropy, and two ``torch.optim.SGD`` (momentum 0.9) stepped after each backward. After 100
-updates the measure is the entropy of c_n ∝ P(l | n)·exp(Z[last, l]) over n's 10 distinct tokens,
-averaged over next tokens.
+This is a second implementation of the published protocol (the authors' ``Model2`` and ``Dataset2``
+in luckmatters' ``ssl/real-dataset/decoder_only.py``, overrides of ``scan_snap/figure_6.log``),
+written without satsim.papers.scan_snap, to check that the satsim trainer's choices do not move the
+grid: it keeps what satsim replaces. Each run is one model with two full ``nn.Linear(M, M,
+bias=False)`` matrices (PyTorch's own initialisation), float32, torch's RNG seeded per run, a fresh
+batch of 128 sequences per step (next token uniform, 127 context tokens by ``torch.multinomial``),
+attention of the last token over the 127 context positions with logit Z[last, token], f =
+attention-weighted one-hot sum / its norm, logits Y f over all M tokens, cross-entropy, and two
+``torch.optim.SGD`` (momentum 0.9) stepped after each backward. After 100 updates the measure is the
+entropy of c_n ∝ P(l | n)·exp(Z[last, l]) over n's 10 distinct tokens, averaged over next tokens.
 """
 
 from __future__ import annotations

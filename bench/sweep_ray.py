@@ -28,12 +28,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
 
-    from satsim.commands.torch_setup import import_torch
+    from satsim.torch_setup import import_torch
 
     import_torch(1)
     import ray
 
-    from satsim.commands.train import DEFAULTS
+    from satsim.training.config import DEFAULTS
     from satsim.training.sweep import plan, run_sweep
 
     base = {**DEFAULTS, "steps": args.steps, "train_size": 200, "eval_size": 50,

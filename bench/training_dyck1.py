@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench-dyck1")
     args = parser.parse_args()
 
-    from satsim.commands.torch_setup import import_torch
+    from satsim.torch_setup import import_torch
 
     import_torch(1)
     from satsim.training.config import TrainConfig

@@ -16,15 +16,11 @@ import json
 import time
 from pathlib import Path
 
+from _samplers import edited_negatives, joined_reset_segments, merged_shuffle_words
+
 import languages
 from satsim import Simulator, constructions
-from satsim.verification import (
-    check_strings,
-    edited_negatives,
-    exhaustive,
-    joined_reset_segments,
-    merged_shuffle_words,
-)
+from satsim.analysis.verification import check_strings, exhaustive
 
 EXHAUSTIVE = {"recognition": {2: 14, 3: 12, 4: 12, 6: 8}, "next-symbol": {2: 12, 3: 10, 4: 8, 6: 6}}
 BUILT = {"shuffle-dyck2", "shuffle-dyck3", "reset-dyck1"}

@@ -1,4 +1,4 @@
-"""Exact random choices with big integers: uniform integers below n and weighted choices.
+"""Exact random choices with big integers: uniform integers below n, weighted choices, Dyck words.
 
 Counts of strings outgrow float64 quickly (Catalan(250) has 490 bits), so every choice whose
 weights are string counts is made with Python integers here, never with rounded probabilities.
@@ -67,3 +67,34 @@ def refine_choice(cumulative: Sequence[int], u: float, rng: np.random.Generator)
         if low + total <= cumulative[j] << bits:
             return j
         k, bits = (k << 32) | random_bits(32, rng), bits + 32
+
+
+def uniform_dyck_steps(length: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Return k independent uniform Dyck words of even ``length`` as +1/-1 rows (cycle lemma)."""
+    # Cycle lemma. Let x be a uniformly random arrangement of m "(" (+1) and m+1 ")" (-1), with
+    # prefix sums S_0 = 0, S_k = x_1 + ... + x_k, S_{2m+1} = -1. Let k* be the FIRST index where
+    # S attains its minimum (k* >= 1, since S_{2m+1} = -1 < S_0). The rotation starting after k*,
+    # y = x_{k*+1} .. x_{2m+1} x_1 .. x_{k*}, has prefix sums >= 0 for all proper prefixes:
+    #   on the first part they are S_j - S_{k*} >= 0 (S_{k*} is the minimum);
+    #   on the wrapped part they are -1 - S_{k*} + S_i with i < k*, and S_i >= S_{k*} + 1 because
+    #   k* is the first minimum, so they are >= 0 too.
+    # No other start j works: a later S_k < S_j gives a prefix sum S_k - S_j < 0, and an earlier
+    # S_k <= S_j (k < j) gives a wrapped prefix sum -1 - S_j + S_k < 0. So y is unique. Its
+    # length-2m prefix has sum >= 0 and its total is -1, so y ends in ")" and y minus that ")" is a
+    # Dyck word. Conversely, for a Dyck word w the 2m+1 rotations of w + ")" are pairwise distinct
+    # (a period p | 2m+1 would make (2m+1)/p divide m, but m and 2m+1 are coprime) and all map
+    # back to w. So every Dyck word of length 2m has exactly 2m+1 preimages among the C(2m+1, m)
+    # equally likely arrangements: the output is exactly uniform (Catalan(m) = C(2m+1, m)/(2m+1)).
+    m = length // 2
+    chunks = [np.zeros((0, 2 * m), dtype=np.int8)]
+    rows = max(1, (1 << 20) // (length + 1))  # vectorise over rows, about 1M cells per chunk
+    for start in range(0, k, rows):
+        r = min(rows, k - start)
+        x = np.full((r, 2 * m + 1), -1, dtype=np.int8)
+        x[:, :m] = 1
+        x = rng.permuted(x, axis=1)  # each row an independent uniform arrangement
+        k_star = np.argmin(np.cumsum(x, axis=1, dtype=np.int64), axis=1) + 1  # first minimum
+        chunks.append(
+            np.take_along_axis(x, (k_star[:, None] + np.arange(2 * m)) % (2 * m + 1), axis=1)
+        )
+    return np.concatenate(chunks)

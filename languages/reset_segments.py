@@ -20,7 +20,8 @@ from math import lgamma
 
 import numpy as np
 
-from languages.dyck1 import shuffled_steps, uniform_dyck_steps
+from languages.dyck1 import shuffled_steps
+from languages.exact import uniform_dyck_steps
 
 
 def _log_binomial(n: np.ndarray, k: np.ndarray) -> np.ndarray:

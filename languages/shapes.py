@@ -13,7 +13,7 @@ from math import comb
 
 import numpy as np
 
-from languages.dyck1 import uniform_dyck_steps
+from languages.exact import uniform_dyck_steps
 from languages.paths import PathCounter
 
 PAIRS = ("()", "[]", "{}", "<>")

@@ -1,16 +1,17 @@
 """satsim: exact, compiled saturated-attention transformers on formal languages."""
 
 from satsim import constructions  # noqa: E402  (after the names it uses)
-from satsim.attention import (
+from satsim.engine.attend import (
     attention,
     saturated_attention,
     softmax_attention,
     unique_hard_attention,
 )
+from satsim.engine.simulator import Simulator, Trace
 from satsim.errors import SatsimError, SpecError, WeightsFileError
-from satsim.reference.forward import ATTENTION_KINDS, AttentionSettings
-from satsim.simulator import Simulator, Trace
-from satsim.spec import (
+from satsim.model.io import load_spec, save_spec
+from satsim.model.settings import ATTENTION_KINDS, AttentionSettings
+from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,
@@ -37,6 +38,8 @@ __all__ = [
     "WeightsFileError",
     "attention",
     "constructions",
+    "load_spec",
+    "save_spec",
     "saturated_attention",
     "softmax_attention",
     "unique_hard_attention",

@@ -1,5 +1,5 @@
 """``python -m satsim`` runs the command line."""
 
-from satsim.cli import main
+from satsim.cli.main import main
 
 main()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from satsim.spec import (
+from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,
@@ -92,7 +92,8 @@ def run_satsim(*args: str, stdin: str | None = None):
     import subprocess
     import sys
 
-    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
+    code = ("import sys; from satsim.cli.main import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
     return subprocess.run([sys.executable, "-c", code, *args], input=stdin, capture_output=True,
                           text=True, timeout=600)
 

@@ -9,17 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from satsim.attention import (
+from satsim.engine.attend import (
     AttentionResult,
     attention,
     saturated_attention,
     softmax_attention,
     unique_hard_attention,
 )
+from satsim.engine.kernels import queries as kernels
 from satsim.errors import SatsimError
-from satsim.kernels import attention as kernels
+from satsim.model.settings import DEFAULT_TOLERANCE, default_tolerance
 from satsim.reference import attention as ref
-from satsim.tolerance import DEFAULT_TOLERANCE, default_tolerance
 
 KINDS = ("saturated", "unique-left", "unique-right", "softmax")
 HARD_KINDS = ("saturated", "unique-left", "unique-right")

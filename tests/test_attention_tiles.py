@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_attention import HARD_KINDS, Case, assert_matches_reference, cases, run
 
-from satsim.attention import attention
-from satsim.kernels import layers, tiles
+from satsim.engine.attend import attention
+from satsim.engine.kernels import layers, tiles
 
 MODEST = settings(max_examples=60, deadline=None)
 

@@ -9,6 +9,7 @@ import pytest
 from helpers import random_spec, run_satsim
 
 from satsim import constructions
+from satsim.model.io import save_spec
 
 satsim = run_satsim
 
@@ -27,7 +28,7 @@ def test_eval_json_reports_exact_accuracy_per_bin():
 
 def test_eval_table_and_that_eval_never_imports_torch():
     code = (
-        "import sys; from satsim.cli import cli\n"
+        "import sys; from satsim.cli.main import cli\n"
         "args = ['eval', '--lang', 'dyck1', '--bins', '0-16', '-n', '20']\n"
         "cli.main(args, standalone_mode=False)\n"
         "assert 'torch' not in sys.modules, 'eval imported torch'\n"
@@ -39,7 +40,7 @@ def test_eval_table_and_that_eval_never_imports_torch():
 
 def test_eval_of_a_saved_model_with_other_attention(tmp_path):
     path = tmp_path / "d.safetensors"
-    constructions.build("dyck1").save(path)
+    save_spec(constructions.build("dyck1"), path)
     result = satsim("eval", "--lang", "dyck1", "--model", str(path), "--attention", "unique-right",
                     "--min-len", "0", "--max-len", "12", "-n", "30", "--json")
     assert result.returncode == 0, result.stderr
@@ -66,18 +67,18 @@ def test_languages_lists_dyck1():
 
 def bad_inputs(tmp_path):
     corrupt = tmp_path / "corrupt.safetensors"
-    constructions.build("dyck1").save(corrupt)
+    save_spec(constructions.build("dyck1"), corrupt)
     corrupt.write_bytes(corrupt.read_bytes()[:-20])
     nan_model = tmp_path / "nan.safetensors"
     spec = random_spec(0)
-    spec.save(nan_model)
+    save_spec(spec, nan_model)
     data = bytearray(nan_model.read_bytes())
     tail = np.frombuffer(bytes(data[-8:]), dtype=np.float64)  # last float64 of the last tensor
     assert np.isfinite(tail).all()
     data[-8:] = np.array([np.nan]).tobytes()
     nan_model.write_bytes(bytes(data))
     other_alphabet = tmp_path / "ab.safetensors"
-    spec.save(other_alphabet)
+    save_spec(spec, other_alphabet)
     return {
         "unknown language": (["eval", "--lang", "dyk1"], "unknown language 'dyk1'"),
         "bad symbol": (["run", "--lang", "dyck1", "(x)"], "symbol 'x' at position 1"),
@@ -120,7 +121,7 @@ def test_unknown_option_is_a_usage_error():
 
 @pytest.mark.parametrize("module, extra", [("torch", "soft"), ("matplotlib", "plot")])
 def test_a_missing_optional_dependency_is_a_one_line_error(module, extra, tmp_path):
-    code = (f"import sys; sys.modules[{module!r}] = None; from satsim.cli import main; "
+    code = (f"import sys; sys.modules[{module!r}] = None; from satsim.cli.main import main; "
             "sys.argv = ['satsim', *sys.argv[1:]]; main()")
     args = (["train", "--steps", "1", "--out", str(tmp_path / "run")] if module == "torch" else
             ["trace", "--lang", "dyck1", "()", "--plot", str(tmp_path / "plot.png")])

@@ -13,6 +13,7 @@ import pytest
 from helpers import run_satsim
 
 from satsim.errors import SatsimError
+from satsim.model.io import save_spec
 
 
 def one_error_line(result) -> str:
@@ -25,17 +26,17 @@ def one_error_line(result) -> str:
 
 def patched_satsim(patch: str, *args: str):
     """Run satsim's entry point after ``patch`` (Python) has run in the same process."""
-    code = (f"import sys\n{patch}\nfrom satsim.cli import main\n"
+    code = (f"import sys\n{patch}\nfrom satsim.cli.main import main\n"
             "sys.argv = ['satsim', *sys.argv[1:]]\nmain()")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           timeout=600)
 
 
 def test_an_internal_error_deep_in_the_simulator_keeps_its_traceback():
-    patch = ("import satsim.simulator\n"
+    patch = ("import satsim.engine.simulator\n"
              "def broken(*args, **kwargs):\n"
              "    raise ValueError('deliberately broken fused kernel')\n"
-             "satsim.simulator.forward_fused = broken")
+             "satsim.engine.simulator.forward_fused = broken")
     result = patched_satsim(patch, "run", "--lang", "dyck1", "(())")
     assert result.returncode == 1
     assert "Traceback" in result.stderr and "in _run_fused" in result.stderr
@@ -109,10 +110,10 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(tmp_pa
 
 
 def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
-    patch = ("import errno, satsim.trace_view\n"
+    patch = ("import errno, satsim.analysis.traces\n"
              "def full(spec, trace, path):\n"
              "    raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
-             "satsim.trace_view.plot_attention = full")
+             "satsim.analysis.traces.plot_attention = full")
     result = patched_satsim(patch, "trace", "--lang", "dyck1", "(())", "--plot",
                             str(tmp_path / "t.png"))
     assert "the disk is full" in one_error_line(result)
@@ -135,8 +136,9 @@ def test_a_request_too_big_for_memory_is_refused_with_its_size(args):
 
 
 def test_the_simulator_estimates_a_long_strings_memory_before_running(monkeypatch):
-    from satsim import constructions, resources
-    from satsim.simulator import Simulator
+    from satsim import constructions
+    from satsim.engine import resources
+    from satsim.engine.simulator import Simulator
 
     simulator = Simulator(constructions.build("dyck1"))
     needed = simulator.token_bytes() * 2001  # BOS and 2,000 symbols
@@ -152,7 +154,7 @@ def test_written_files_follow_the_umask(tmp_path):
 
     old = os.umask(0o022)
     try:
-        constructions.build("dyck1").save(tmp_path / "model.safetensors")
+        save_spec(constructions.build("dyck1"), tmp_path / "model.safetensors")
     finally:
         os.umask(old)
     assert (tmp_path / "model.safetensors").stat().st_mode & 0o777 == 0o644
@@ -173,7 +175,7 @@ def test_errors_come_before_the_table_header():
 def test_every_option_has_help_and_every_integer_a_range():
     import click
 
-    from satsim.cli import cli
+    from satsim.cli.main import cli
 
     for name, command in cli.commands.items():
         for param in command.params:
@@ -204,8 +206,9 @@ def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
 
 def test_a_large_bin_reports_progress_and_scores_as_one_call(monkeypatch):
     import languages
-    from satsim import constructions, evaluation
-    from satsim.simulator import Simulator
+    from satsim import constructions
+    from satsim.analysis import evaluation
+    from satsim.engine.simulator import Simulator
 
     simulator, language = Simulator(constructions.build("dyck1")), languages.get("dyck1")
     whole = evaluation.evaluate(simulator, language, bins=((20, 40),), n=60)

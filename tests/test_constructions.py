@@ -9,8 +9,8 @@ import pytest
 
 import languages
 from satsim import Simulator, constructions
-from satsim.head_roles import head_roles
-from satsim.verification import check_strings, exhaustive, long_strings, sampled
+from satsim.analysis.head_roles import head_roles
+from satsim.analysis.verification import check_strings, exhaustive, long_strings, sampled
 
 EXHAUSTIVE = {2: (14, 12), 3: (10, 8), 4: (8, 7), 6: (6, 5)}  # alphabet size → (recognition, next)
 CASES = [(name, task) for name in constructions.names() for task in ("recognition", "next-symbol")]

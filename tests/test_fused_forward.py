@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 
 import languages
 from satsim import AttentionSettings, SatsimError, Simulator, constructions
-from satsim import forward as forward_module
-from satsim.encoding import encode
-from satsim.forward import forward_batch, forward_fused, fuse
+from satsim.engine import program as forward_module
+from satsim.engine.batch import forward_batch
+from satsim.engine.program import forward_fused, fuse
+from satsim.model.encoding import encode
+from satsim.model.spec import OutputSpec
 from satsim.reference.forward import forward
-from satsim.spec import OutputSpec
 
 KINDS = ["saturated", "unique-left", "unique-right", "softmax"]
 ARCHITECTURES = architectures(
@@ -56,7 +57,7 @@ def quantized(spec, step=0.5):
     def round_tensor(x):
         return (np.round(x / step) * step).astype(x.dtype)
 
-    from satsim.spec import map_tensors
+    from satsim.model.spec import map_tensors
 
     return map_tensors(spec, round_tensor)
 
@@ -217,7 +218,7 @@ def test_readout_rows_only_after_the_last_attention():
 
 SCRIPT = """
 from satsim import Simulator, constructions
-from satsim.kernels import fused
+from satsim.engine.kernels import fused
 Simulator(constructions.build("dyck1")).accepts(["(()())", ")("])
 stats = fused.forward_strings.stats
 print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
@@ -233,8 +234,8 @@ def test_second_process_loads_the_fused_kernel_from_the_cache():
 
 
 def test_a_warm_fused_kernel_is_quiet_while_the_layer_kernels_are_cold(monkeypatch, capsys):
-    import satsim.kernels as kernels_module
-    from satsim.kernels import fused
+    import satsim.engine.kernels as kernels_module
+    from satsim.engine.kernels import fused
 
     monkeypatch.setattr(kernels_module, "_checked", set())
     monkeypatch.setattr(kernels_module, "_is_cached",
@@ -251,7 +252,7 @@ def test_a_warm_fused_kernel_is_quiet_while_the_layer_kernels_are_cold(monkeypat
 
 
 def test_logits_accepts_and_next_symbols_take_the_fused_path(monkeypatch):
-    import satsim.simulator as simulator_module
+    import satsim.engine.simulator as simulator_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("the layer-by-layer path ran")
@@ -269,10 +270,10 @@ def test_logits_accepts_and_next_symbols_take_the_fused_path(monkeypatch):
 def test_the_fused_kernel_cache_is_keyed_to_its_callees_sources():
     import os
 
-    from satsim.kernels import attention, fused, layers
+    from satsim.engine.kernels import fused, layers, queries
 
     stamp = fused.forward_strings._cache._cache_file._source_stamp
-    for module in (attention, layers):
+    for module in (queries, layers):
         st = os.stat(module.__file__)
         assert (st.st_mtime, st.st_size) in stamp
 
@@ -281,7 +282,7 @@ def test_the_fused_kernel_cache_is_keyed_to_its_callees_sources():
 def test_long_strings_with_general_heads_go_layer_by_layer(monkeypatch, task):
     import numba
 
-    from satsim.kernels import fused
+    from satsim.engine.kernels import fused
 
     monkeypatch.setattr(forward_module, "FUSED_GENERAL_LIMIT", 8)
     monkeypatch.setattr(numba, "get_num_threads", lambda: 2)

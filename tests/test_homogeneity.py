@@ -8,9 +8,9 @@ import pytest
 from helpers import run_satsim
 
 from satsim.errors import SatsimError
-from satsim.homogeneity import PROTOCOLS, SCALES, EncoderSizes, random_encoder
-from satsim.homogeneity.authors import AuthorsTwin
-from satsim.homogeneity.curves import Variant, random_sequences, seed_curve
+from satsim.papers.homogeneity import PROTOCOLS, SCALES, EncoderSizes, random_encoder
+from satsim.papers.homogeneity.authors import AuthorsTwin
+from satsim.papers.homogeneity.curves import Variant, random_sequences, seed_curve
 from satsim.soft import SoftTransformer
 
 TINY = EncoderSizes(layers=2, d_model=12, heads=3, d_ff=8, length=6, sequences=3)

@@ -13,15 +13,15 @@ from hypothesis import strategies as st
 from test_attention import CODES, Case, assert_matches_reference, cases, reference
 
 from satsim import Simulator, constructions
-from satsim.attention import attention
-from satsim.encoding import embed, encode
+from satsim.engine.attend import attention
+from satsim.engine.batch import embed_batch, forward_batch
+from satsim.engine.kernels import layers
+from satsim.engine.kernels import queries as kernels
 from satsim.errors import SatsimError
-from satsim.forward import counting_heads, embed_batch, forward_batch
-from satsim.kernels import attention as kernels
-from satsim.kernels import layers
+from satsim.model.architecture import counting_heads
+from satsim.model.encoding import embed, encode
+from satsim.model.settings import AttentionSettings, default_tolerance
 from satsim.reference.attention import default_scale
-from satsim.reference.forward import AttentionSettings
-from satsim.tolerance import default_tolerance
 
 MODEST = settings(max_examples=40, deadline=None)
 
@@ -118,7 +118,7 @@ def test_forward_with_weight_detected_counting_heads_matches_runtime_detection(s
     rng = np.random.default_rng(seed)
     ids = [encode(spec, "".join(rng.choice(list("ab"), n))) for n in (0, 5, 17, 40)]
     promised = forward_batch(spec, ids, AttentionSettings(), trace=True)
-    monkeypatch.setattr("satsim.forward.counting_heads",
+    monkeypatch.setattr("satsim.engine.batch.counting_heads",
                         lambda attn: np.zeros(attn.W_Q.shape[0], dtype=bool))
     detected = forward_batch(spec, ids, AttentionSettings(), trace=True)
     np.testing.assert_array_equal(promised.logits, detected.logits)

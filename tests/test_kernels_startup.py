@@ -4,10 +4,10 @@ import os
 import subprocess
 import sys
 
-from satsim.kernels import COMPILE_SECONDS
+from satsim.engine.kernels import COMPILE_SECONDS
 
 SCRIPT = """
-from satsim.kernels import cold_kernels, announce_compile
+from satsim.engine.kernels import cold_kernels, announce_compile
 print(sorted(cold_kernels()))
 announce_compile()
 announce_compile()  # once per path and process at most

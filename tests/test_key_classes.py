@@ -15,7 +15,7 @@ from test_attention_tiles import fused_only
 from test_fused_forward import assert_same, batch_logits, quantized
 
 from satsim import Simulator
-from satsim.kernels import classes, tiles
+from satsim.engine.kernels import classes, tiles
 
 MODEST = settings(max_examples=50, deadline=None)
 

@@ -9,7 +9,7 @@ from lang_refs import REFERENCE
 
 import languages
 from languages import EOS, LanguageError, datasets
-from satsim.cli import cli
+from satsim.cli.main import cli
 
 
 def run(*args):

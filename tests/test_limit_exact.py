@@ -8,18 +8,18 @@ from helpers import random_spec
 
 import languages
 from satsim import constructions
-from satsim.reference.forward import layer_norm as reference_layer_norm
-from satsim.saturation import exact_limit, leading_order, run_limit
-from satsim.saturation.measures import decide, row_cosines
-from satsim.saturation.series import Series, add, constant, layer_norm, product, relu
-from satsim.soft import SoftTransformer
-from satsim.spec import (
+from satsim.analysis.measures import decide, row_cosines
+from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
     LayerNormSpec,
     ModelSpec,
     OutputSpec,
 )
+from satsim.reference.forward import layer_norm as reference_layer_norm
+from satsim.saturation import exact_limit, leading_order, run_limit
+from satsim.saturation.series import Series, add, constant, layer_norm, product, relu
+from satsim.soft import SoftTransformer
 
 
 def evaluate(series, c):
@@ -163,8 +163,8 @@ def test_limit_signs_answers_a_split_tie_from_the_exact_expansion():
 
 
 def test_limit_signs_has_the_simulators_logit_shapes_and_leaves_safe_strings_to_leading_order():
+    from satsim.engine.simulator import Simulator
     from satsim.saturation import limit_signs
-    from satsim.simulator import Simulator
 
     for task in ("recognition", "next-symbol"):
         spec = random_spec(0, norm="pre", d_model=16, d_mlp=32, task=task)
@@ -176,7 +176,7 @@ def test_limit_signs_has_the_simulators_logit_shapes_and_leaves_safe_strings_to_
 
 
 def test_an_undetermined_answer_is_never_counted_correct():
-    from satsim.evaluation import count_correct
+    from satsim.analysis.scoring import count_correct
 
     assert count_correct(None, ["a", "b"], np.array([True, False]), [None, None]) == 0
     assert count_correct(None, ["a", "b"], np.array([True, False]), [True, None]) == 1

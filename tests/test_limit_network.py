@@ -5,6 +5,7 @@ import pytest
 from helpers import random_spec
 
 from satsim import Simulator, constructions
+from satsim.analysis.measures import token_cosine
 from satsim.saturation import (
     degrees,
     growth_exponent,
@@ -17,7 +18,6 @@ from satsim.saturation import (
     scale_spec,
 )
 from satsim.saturation.limit import LIMIT_EPS
-from satsim.saturation.measures import token_cosine
 
 STRINGS = ["abba", "ba", "bbbab", "a"]
 

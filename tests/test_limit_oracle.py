@@ -9,10 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mp_oracle import mp_logits, mp_signs
 
-from satsim.reference.forward import AttentionSettings, forward
+from satsim.model.settings import AttentionSettings
+from satsim.model.spec import map_tensors
+from satsim.reference.forward import forward
 from satsim.saturation import exact_limit
 from satsim.saturation.signs import limit_signs
-from satsim.spec import map_tensors
 
 
 @st.composite

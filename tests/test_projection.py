@@ -14,9 +14,9 @@ from helpers import run_satsim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from satsim.projection import VARIANTS, LabelNoise, build_probe, mistakes, projection_grid
-from satsim.projection.experiment import draw_inputs, first_positive
-from satsim.projection.gradient import (
+from satsim.papers.projection import VARIANTS, LabelNoise, build_probe, mistakes, projection_grid
+from satsim.papers.projection.experiment import draw_inputs, first_positive
+from satsim.papers.projection.gradient import (
     SignedValue,
     loss_at,
     projection_autograd,

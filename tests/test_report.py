@@ -10,12 +10,13 @@ from helpers import random_spec, run_satsim
 
 import languages
 from satsim import constructions
-from satsim.cli import main
+from satsim.analysis.scoring import predict
+from satsim.cli.main import main
+from satsim.engine.simulator import Simulator
 from satsim.errors import SatsimError
-from satsim.evaluation import predict
+from satsim.model.io import save_spec
 from satsim.saturation import limit, scale_spec
 from satsim.saturation.respec import map_named
-from satsim.simulator import Simulator
 from satsim.training import evaluate as evaluate_module
 from satsim.training.evaluate import default_bins, evaluate_bins, soft_predictor
 from satsim.training.fits import FORMS, fit_growth, growth_rate
@@ -62,9 +63,10 @@ def make_run(folder, form: str = "sqrt(t)", spec=None, lang: str = "majority",
     (folder / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     spec = spec if spec is not None else constructions.build("majority")
     (folder / "checkpoints").mkdir()
-    map_named(spec, lambda _, x: -x).save(str(folder / "checkpoints" / "step-00000100.safetensors"))
-    scale_spec(spec, 2.0).save(str(folder / "checkpoints" / "step-00000200.safetensors"))
-    spec.save(str(folder / "final.safetensors"))
+    save_spec(map_named(spec, lambda _, x: -x),
+              str(folder / "checkpoints" / "step-00000100.safetensors"))
+    save_spec(scale_spec(spec, 2.0), str(folder / "checkpoints" / "step-00000200.safetensors"))
+    save_spec(spec, str(folder / "final.safetensors"))
     return folder
 
 
@@ -208,7 +210,7 @@ def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path, setup, args, messag
 
 
 def test_the_report_command_does_not_import_torch_until_it_runs():
-    code = ("import sys; import satsim.cli, satsim.commands.report, satsim.training.report, "
+    code = ("import sys; import satsim.cli.main, satsim.cli.report, satsim.training.report, "
             "satsim.training.evaluate, satsim.training.fits; "
             "print('torch' in sys.modules, 'matplotlib' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -218,7 +220,7 @@ def test_the_report_command_does_not_import_torch_until_it_runs():
 def test_next_symbol_models_are_scored_on_positives_and_recognisers_on_both():
     import languages
     from satsim import constructions
-    from satsim.evaluation import test_set as draw
+    from satsim.analysis.strings import test_set as draw
     from satsim.training.evaluate import evaluate_bins
 
     language = languages.get("dyck1")
@@ -234,11 +236,11 @@ def test_next_symbol_models_are_scored_on_positives_and_recognisers_on_both():
 
 
 def test_report_plots_show_signs_log_loss_and_hook_names(tmp_path):
-    from satsim.soft.model import residual_names
+    from satsim.model.architecture import stream_names
     from satsim.training import plots
 
     report = build_report(make_run(tmp_path / "run"), [(0, 12)], n=4, device="cpu", roles_n=4)
-    names = residual_names(report.run.final)
+    names = stream_names(report.run.final)
     assert names[0] == "blocks.0.hook_resid_pre" and names[-1].endswith("hook_resid_post")
     for r in report.run.rows:
         r["representation_similarity"] = [0.5] * len(names)

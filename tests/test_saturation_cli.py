@@ -8,6 +8,8 @@ import pytest
 import torch
 from helpers import random_spec, run_satsim
 
+from satsim.model.io import save_spec
+
 satsim = run_satsim
 
 
@@ -27,7 +29,7 @@ def test_saturation_json_on_the_dyck1_construction(tmp_path):
 
 def test_saturation_table_for_a_saved_model(tmp_path):
     path = tmp_path / "m.safetensors"
-    random_spec(0, norm="post").save(str(path))
+    save_spec(random_spec(0, norm="post"), str(path))
     result = satsim("saturation", "--model", str(path), "--scales", "1,10,1000", "-n", "4",
                     "--no-exact", "--device", "cpu")
     assert result.returncode == 0, result.stderr
@@ -64,7 +66,7 @@ def test_the_limit_network_and_the_exact_limit_do_not_import_torch():
 
 def test_show_prints_architecture_and_degrees_without_importing_torch():
     code = (
-        "import sys, json; from satsim.cli import cli\n"
+        "import sys, json; from satsim.cli.main import cli\n"
         "cli.main(['show', '--lang', 'dyck1', '--degrees', '--json'], standalone_mode=False)\n"
         "assert 'torch' not in sys.modules, 'show imported torch'\n"
     )

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from helpers import random_spec
 
+from satsim.analysis.measures import convergence
+from satsim.model.spec import LayerNormSpec
 from satsim.saturation import leading_order
-from satsim.saturation.measures import convergence
-from satsim.spec import LayerNormSpec
 
 SCALES = [1.0, 10.0, 100.0, 1000.0]
 

@@ -3,14 +3,14 @@
 import numpy as np
 from helpers import random_spec
 
-from satsim.homogeneity import EncoderSizes, random_encoder
-from satsim.saturation.measures import (
+from satsim.analysis.measures import (
     flat_cosine,
     homogeneity_curve,
     representation_similarity,
     row_cosines,
     token_cosine,
 )
+from satsim.papers.homogeneity import EncoderSizes, random_encoder
 
 
 def test_cosines_of_rows_handle_zero_rows_and_scale():

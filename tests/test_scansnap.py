@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from satsim.scansnap import measures
-from satsim.scansnap.data import DISTINCT_WEIGHTS, Task, sample_batch
-from satsim.scansnap.saturation import sequence_ties, token_ties
-from satsim.scansnap.snap import NOT_SNAPPED, composition_change, snap_point
+from satsim.papers.scan_snap import measures
+from satsim.papers.scan_snap.data import DISTINCT_WEIGHTS, Task, sample_batch
+from satsim.papers.scan_snap.saturation import sequence_ties, token_ties
+from satsim.papers.scan_snap.snap import NOT_SNAPPED, composition_change, snap_point
 
 torch = pytest.importorskip("torch")
 
-from satsim.scansnap.grid import GRIDS, run_grid  # noqa: E402
-from satsim.scansnap.model import next_token_logits, position_logits  # noqa: E402
-from satsim.scansnap.trace import FIG4, fig4_task, run_trace  # noqa: E402
-from satsim.scansnap.train import (  # noqa: E402
+from satsim.papers.scan_snap.grid import GRIDS, run_grid  # noqa: E402
+from satsim.papers.scan_snap.model import next_token_logits, position_logits  # noqa: E402
+from satsim.papers.scan_snap.trace import FIG4, fig4_task, run_trace  # noqa: E402
+from satsim.papers.scan_snap.train import (  # noqa: E402
     Setting,
     initial_parameters,
     seed_batches,
@@ -369,7 +369,7 @@ def test_larger_eta_z_gives_lower_entropy(small_grid):
 
 
 def _main(args, capsys):
-    from satsim.cli import main
+    from satsim.cli.main import main
 
     old = sys.argv
     sys.argv = ["satsim", *args]
@@ -399,7 +399,7 @@ def test_bad_input_is_a_one_line_error_with_exit_2(args, message, capsys):
 
 
 def test_cli_json_grid_and_plots(tmp_path, capsys):
-    from satsim.cli import cli
+    from satsim.cli.main import cli
 
     with pytest.raises(SystemExit) as stop:
         cli.main(["scan-snap", "--grid", "small", "--seeds", "2", "--iters", "30", "--device",
@@ -418,7 +418,7 @@ def test_cli_json_grid_and_plots(tmp_path, capsys):
 
 
 def test_cli_trace_table(tmp_path, capsys):
-    from satsim.cli import cli
+    from satsim.cli.main import cli
 
     with pytest.raises(SystemExit) as stop:
         cli.main(["scan-snap", "--trace", "2,1,5", "--seeds", "2", "--iters", "20", "--threads",
@@ -432,7 +432,7 @@ def test_cli_trace_table(tmp_path, capsys):
 
 
 def test_cli_fig4_json(capsys):
-    from satsim.cli import cli
+    from satsim.cli.main import cli
 
     with pytest.raises(SystemExit) as stop:
         cli.main(["scan-snap", "--setting", "fig4", "--common", "4", "--seeds", "2", "--iters",
@@ -449,7 +449,7 @@ def test_cli_fig4_json(capsys):
 
 
 def test_cli_trace_table_names_the_loss(capsys):
-    from satsim.cli import cli
+    from satsim.cli.main import cli
 
     with pytest.raises(SystemExit) as stop:
         cli.main(["scan-snap", "--trace", "1,1,2", "--loss", "next-token", "--seeds", "2",
@@ -460,7 +460,7 @@ def test_cli_trace_table_names_the_loss(capsys):
 
 
 def test_command_module_imports_neither_torch_nor_matplotlib():
-    code = ("import sys, satsim.commands.scan_snap, satsim.scansnap.saturation\n"
+    code = ("import sys, satsim.cli.scan_snap, satsim.papers.scan_snap.saturation\n"
             "assert 'torch' not in sys.modules and 'matplotlib' not in sys.modules\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -9,9 +9,10 @@ from helpers import random_spec
 
 from satsim import constructions
 from satsim.errors import SatsimError
-from satsim.reference.forward import AttentionSettings, forward
+from satsim.model.io import spec_config
+from satsim.model.settings import AttentionSettings
+from satsim.reference.forward import forward
 from satsim.soft import SoftTransformer, resolve_device, resolve_dtype
-from satsim.spec_io import spec_config
 
 STRINGS = ["abba", "a", "", "bbbabab", "ab"]
 ARCHITECTURES = list(itertools.product(["none", "pre", "post"], [True, False], [True, False],

@@ -6,8 +6,8 @@ import pytest
 from helpers import random_spec
 from safetensors.numpy import save_file
 
-from satsim import AttentionSpec, ModelSpec, SpecError, WeightsFileError, constructions
-from satsim.spec_io import spec_config
+from satsim import AttentionSpec, SpecError, WeightsFileError, constructions
+from satsim.model.io import load_spec, save_spec, spec_config
 
 
 def test_shape_mismatch_names_the_tensor():
@@ -62,8 +62,8 @@ def test_spec_copies_its_inputs():
 def test_save_load_round_trip(tmp_path, norm, positional):
     spec = random_spec(3, norm=norm, positional=positional, biases=norm != "pre")
     path = tmp_path / "model.safetensors"
-    spec.save(path)
-    loaded = ModelSpec.load(path)
+    save_spec(spec, path)
+    loaded = load_spec(path)
     assert spec_config(loaded) == spec_config(spec)
     for name, array in spec.tensors().items():
         np.testing.assert_array_equal(loaded.tensors()[name], array)
@@ -71,17 +71,17 @@ def test_save_load_round_trip(tmp_path, norm, positional):
 
 def test_round_trip_of_the_construction(tmp_path):
     spec = constructions.build("dyck1")
-    spec.save(tmp_path / "d.safetensors")
-    assert spec_config(ModelSpec.load(tmp_path / "d.safetensors")) == spec_config(spec)
+    save_spec(spec, tmp_path / "d.safetensors")
+    assert spec_config(load_spec(tmp_path / "d.safetensors")) == spec_config(spec)
 
 
 def test_truncated_file_gives_one_line_error(tmp_path):
     path = tmp_path / "m.safetensors"
-    random_spec(1).save(path)
+    save_spec(random_spec(1), path)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(WeightsFileError, match="not a readable safetensors file") as info:
-        ModelSpec.load(path)
+        load_spec(path)
     assert "\n" not in str(info.value)
 
 
@@ -89,13 +89,13 @@ def test_garbage_and_missing_files(tmp_path):
     path = tmp_path / "junk.safetensors"
     path.write_bytes(b"\x00\x01not a safetensors file at all" * 10)
     with pytest.raises(WeightsFileError):
-        ModelSpec.load(path)
+        load_spec(path)
     with pytest.raises(WeightsFileError, match="no such weights file"):
-        ModelSpec.load(tmp_path / "absent.safetensors")
+        load_spec(tmp_path / "absent.safetensors")
 
 
 def _rewrite(path, tensors=None, config=None):
-    spec = ModelSpec.load(path)
+    spec = load_spec(path)
     tensors = dict(spec.tensors()) if tensors is None else tensors
     config = spec_config(spec) if config is None else config
     save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path),
@@ -105,43 +105,43 @@ def _rewrite(path, tensors=None, config=None):
 def test_mismatched_shapes_and_missing_tensors(tmp_path):
     path = tmp_path / "m.safetensors"
     spec = random_spec(2)
-    spec.save(path)
+    save_spec(spec, path)
     tensors = dict(spec.tensors())
     tensors["blocks.0.attn.W_Q"] = np.zeros((2, 8, 5))
     _rewrite(path, tensors=tensors)
     with pytest.raises(WeightsFileError, match="blocks.0.attn.W_Q has shape"):
-        ModelSpec.load(path)
-    spec.save(path)
+        load_spec(path)
+    save_spec(spec, path)
     tensors = dict(spec.tensors())
     del tensors["blocks.1.mlp.W_in"]
     _rewrite(path, tensors=tensors, config=spec_config(spec))
     with pytest.raises(WeightsFileError, match="missing tensor blocks.1.mlp.W_in"):
-        ModelSpec.load(path)
+        load_spec(path)
 
 
 def test_nan_weights_in_a_file(tmp_path):
     path = tmp_path / "m.safetensors"
     spec = random_spec(4)
-    spec.save(path)
+    save_spec(spec, path)
     tensors = {k: np.array(v) for k, v in spec.tensors().items()}
     tensors["blocks.1.attn.W_V"][0, 0, 0] = np.nan
     _rewrite(path, tensors=tensors)
     with pytest.raises(WeightsFileError, match="blocks.1.attn.W_V contains NaN"):
-        ModelSpec.load(path)
+        load_spec(path)
 
 
 def test_file_without_satsim_metadata(tmp_path):
     path = tmp_path / "plain.safetensors"
     save_file({"x": np.zeros(3)}, str(path))
     with pytest.raises(WeightsFileError, match="no satsim configuration"):
-        ModelSpec.load(path)
+        load_spec(path)
 
 
 def test_per_sublayer_residual_flags_round_trip_and_are_checked(tmp_path):
     spec = dataclasses.replace(random_spec(5, norm="pre"), residual=(False, True, True, False))
     assert spec.keeps_residual(0, "attn") is False and spec.keeps_residual(1, "mlp") is False
-    spec.save(tmp_path / "m.safetensors")
-    assert ModelSpec.load(tmp_path / "m.safetensors").residual == (False, True, True, False)
+    save_spec(spec, tmp_path / "m.safetensors")
+    assert load_spec(tmp_path / "m.safetensors").residual == (False, True, True, False)
     with pytest.raises(SpecError, match="residual has 3 flags for 4 sublayers"):
         dataclasses.replace(spec, residual=(True, True, False))
 

@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 from helpers import run_satsim
 
-from satsim.cli import cli
-from satsim.commands.train import DEFAULTS
+from satsim.cli.main import cli
 from satsim.errors import SatsimError
-from satsim.spec import ModelSpec
+from satsim.model.io import load_spec
+from satsim.training.config import DEFAULTS
 from satsim.training.sweep import collect, plan, run_sweep
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -90,7 +90,7 @@ def folder_state(root) -> dict[str, str]:
 
 def final_weights(run) -> dict[str, np.ndarray]:
     """The final tensors of a run."""
-    return ModelSpec.load(str(run / "final.safetensors")).tensors()
+    return load_spec(str(run / "final.safetensors")).tensors()
 
 
 def same_weights(a, b) -> bool:
@@ -156,7 +156,7 @@ def test_a_diverging_run_is_named_and_the_other_rows_are_written(tmp_path):
 
 
 def test_the_ray_engine_without_ray_is_one_line_naming_the_extra(tmp_path):
-    code = ("import sys; sys.modules['ray'] = None; from satsim.cli import main; "
+    code = ("import sys; sys.modules['ray'] = None; from satsim.cli.main import main; "
             "sys.argv = ['satsim', *sys.argv[1:]]; main()")
     result = subprocess.run([sys.executable, "-c", code, "sweep", "--out", str(tmp_path),
                              "--seed", "0,1", "--engine", "ray"], capture_output=True, text=True)
@@ -178,7 +178,8 @@ def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tm
     whole = tmp_path / "whole"
     reference = run_sweep(configs, whole)
     cut = tmp_path / "cut"
-    code = "import sys; from satsim.cli import main; sys.argv = ['satsim', *sys.argv[1:]]; main()"
+    code = ("import sys; from satsim.cli.main import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
     args = [sys.executable, "-c", code, "sweep", "--out", str(cut), "--seed", "0,1",
             *[f"--set={k}={v}" for k, v in settings.items() if k != "seed"]]
     moments = random.Random(17)

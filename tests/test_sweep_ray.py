@@ -15,8 +15,9 @@ import pytest
 from click.testing import CliRunner
 from test_sweep import TINY, same_weights
 
-from satsim.cli import cli
-from satsim.training.sweep import plan, run_one, run_sweep
+from satsim.cli.main import cli
+from satsim.training.runs import run_one
+from satsim.training.sweep import plan, run_sweep
 
 try:
     import ray

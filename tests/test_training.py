@@ -8,9 +8,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from satsim.cli import cli
+from satsim.cli.main import cli
 from satsim.errors import SatsimError
-from satsim.spec import ModelSpec
+from satsim.model.io import load_spec
 from satsim.training.config import TrainConfig
 from satsim.training.data import run_data
 from satsim.training.init import initial_spec
@@ -44,7 +44,7 @@ def test_dyck1_next_symbol_trains_to_99_percent_in_distribution(tmp_path):
     assert {r["step"] for r in metrics if "eval" in r} == {0, 200}
     assert metrics[0]["checkpoint_cosine"] is None and 0.9 < metrics[4]["checkpoint_cosine"] < 1
     assert metrics[-1]["norm"] > metrics[0]["norm"]  # the norm grew
-    spec = ModelSpec.load(str(tmp_path / "run" / "final.safetensors"))
+    spec = load_spec(str(tmp_path / "run" / "final.safetensors"))
     assert spec.output.labels == ("(", ")", "<eos>") and spec.output.task == "next-symbol"
 
 
@@ -62,8 +62,8 @@ def test_a_killed_run_resumes_to_the_same_weights_and_metrics(tmp_path):
         train(config, tmp_path / "cut", progress=kill_at_45)
     resumed = train(config, tmp_path / "cut", resume=True)
     assert resumed.resumed_from == 40 and whole.resumed_from is None
-    a = ModelSpec.load(str(tmp_path / "whole" / "final.safetensors")).tensors()
-    b = ModelSpec.load(str(tmp_path / "cut" / "final.safetensors")).tensors()
+    a = load_spec(str(tmp_path / "whole" / "final.safetensors")).tensors()
+    b = load_spec(str(tmp_path / "cut" / "final.safetensors")).tensors()
     assert all(np.array_equal(a[name], b[name]) for name in a)
     for x, y in zip(rows(tmp_path / "whole"), rows(tmp_path / "cut"), strict=True):
         x.pop("elapsed"), y.pop("elapsed")
@@ -184,7 +184,7 @@ def test_cli_trains_resumes_and_refuses_bad_input(tmp_path):
 def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
     config = TrainConfig(**{**SMALL, "steps": 40})
     train(config, tmp_path / "run")
-    final = ModelSpec.load(str(tmp_path / "run" / "final.safetensors")).tensors()
+    final = load_spec(str(tmp_path / "run" / "final.safetensors")).tensors()
     (tmp_path / "run" / "checkpoints" / "step-00000040.state.pt").write_bytes(b"not a checkpoint")
     spec_20 = tmp_path / "run" / "checkpoints" / "step-00000020.safetensors"
     spec_20.write_bytes(spec_20.read_bytes()[:100])  # truncated
@@ -192,7 +192,7 @@ def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
     resumed = train(config, tmp_path / "run", resume=True, notice=notices.append)
     assert "checkpoint 40 is damaged (cannot read checkpoint state" in notices[0]
     assert "checkpoint 20 is damaged" in notices[1] and resumed.resumed_from is None
-    again = ModelSpec.load(str(tmp_path / "run" / "final.safetensors")).tensors()
+    again = load_spec(str(tmp_path / "run" / "final.safetensors")).tensors()
     assert all(np.array_equal(final[name], again[name]) for name in final)
     assert [row["step"] for row in rows(tmp_path / "run")] == [0, 10, 20, 30, 39]
 
@@ -233,8 +233,8 @@ def test_a_training_process_killed_with_sigkill_resumes_to_the_same_weights(tmp_
     assert not (cut / "final.safetensors").exists()
     subprocess.run([*args[:3], "train", "--resume", "--out", str(cut)], check=True,
                    capture_output=True)
-    a = ModelSpec.load(str(tmp_path / "whole" / "final.safetensors")).tensors()
-    b = ModelSpec.load(str(cut / "final.safetensors")).tensors()
+    a = load_spec(str(tmp_path / "whole" / "final.safetensors")).tensors()
+    b = load_spec(str(cut / "final.safetensors")).tensors()
     assert all(np.array_equal(a[name], b[name]) for name in a)
 
 

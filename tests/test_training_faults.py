@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from satsim.spec import ModelSpec
+from satsim.model.io import load_spec
 
 TRAIN = ["train", "--steps", "60", "--checkpoint-every", "10", "--log-every", "10",
          "--train-size", "100", "--d-model", "8", "--d-head", "4", "--d-mlp", "16",
@@ -25,7 +25,7 @@ def satsim(*args: str) -> subprocess.Popen:
 
 
 def weights(run):
-    return ModelSpec.load(str(run / "final.safetensors")).tensors()
+    return load_spec(str(run / "final.safetensors")).tensors()
 
 
 def metrics(run):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import partial
 
 from satsim.errors import SatsimError
-from satsim.spec import TASKS, ModelSpec
+from satsim.model.spec import TASKS, ModelSpec
 
 from .blocks import build_blocks
 from .dyck import build_shuffle_dyck

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from satsim.constructions.builder import BOS, Builder, Head, Neuron
-from satsim.spec import ModelSpec
+from satsim.model.spec import ModelSpec
 
 
 def _abs(x: dict, target: str, gate: str | None = None) -> list[Neuron]:

@@ -18,7 +18,7 @@ from satsim.constructions.lifting import POS, SIGNED_FEATURES, lift
 from satsim.constructions.parts import Head, Layer, Neuron, Weights
 from satsim.constructions.residual import Residual
 from satsim.errors import SatsimError
-from satsim.spec import (
+from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,
@@ -60,7 +60,7 @@ class Builder:
         self.token_rows.update(rows)
 
     def position_features(self, features: dict[str, Weights]) -> None:
-        """Add positional features (names of satsim.positions.FEATURES) written into dims."""
+        """Add positional features (names of satsim.model.positions.FEATURES) written into dims."""
         self.features.update(features)
 
     def layer(self, heads: list[Head] = (), neurons: list[Neuron] = ()) -> None:

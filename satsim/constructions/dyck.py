@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from satsim.constructions.builder import BOS, Builder, Head, Neuron
-from satsim.spec import ModelSpec
+from satsim.model.spec import ModelSpec
 
 ARGMIN_SCALE = 1e4
 PAIRS = ("()", "[]", "{}", "<>")

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from satsim.constructions.builder import BOS, Builder, Head, Neuron
-from satsim.spec import ModelSpec
+from satsim.model.spec import ModelSpec
 
 DIMS = ("one", "bos", "is_reset", "sign", "pos", "pos_frac", "reset_key", "inv_len",
         "last_reset", "seg_depth", "seg_inv", "min_depth", "negative", "open_depth", "close_ok")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from satsim.constructions.builder import BOS, Builder, Head
-from satsim.spec import ModelSpec
+from satsim.model.spec import ModelSpec
 
 POSITION_SCALE = 100.0
 

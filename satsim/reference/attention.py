@@ -18,9 +18,8 @@ import math
 import numpy as np
 
 from satsim.errors import SatsimError
-from satsim.tolerance import default_tolerance
+from satsim.model.settings import default_tolerance
 
-ATTENTION_KINDS = ("saturated", "unique-left", "unique-right", "softmax")
 """The attention kinds, by the names the API, the CLI and the specs use."""
 
 

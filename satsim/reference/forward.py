@@ -5,32 +5,21 @@ The simulator's compiled forward pass must agree with this one; tests compare th
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.encoding import embed, encode
-from satsim.errors import SatsimError
+from satsim.model.architecture import Backend, Branch, Step, run
+from satsim.model.encoding import embed, encode
+from satsim.model.settings import AttentionSettings
+from satsim.model.spec import (
+    AttentionSpec,
+    FeedForwardSpec,
+    LayerNormSpec,
+    ModelSpec,
+    OutputSpec,
+)
 from satsim.reference import attention as ref
-from satsim.reference.attention import ATTENTION_KINDS
-from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
-
-
-@dataclass(frozen=True)
-class AttentionSettings:
-    """How attention is evaluated: its kind, softmax's β, and the tie tolerances."""
-
-    kind: str = "saturated"
-    beta: float = 1.0
-    atol: float | None = None
-    rtol: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ATTENTION_KINDS:
-            raise SatsimError(f"unknown attention kind {self.kind!r}; known: {ATTENTION_KINDS}")
-        if not (np.isfinite(self.beta) and self.beta > 0):
-            raise SatsimError(f"beta must be positive and finite, got {self.beta}")
 
 
 @dataclass(frozen=True)
@@ -90,42 +79,42 @@ def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettin
     return out if attn.b_O is None else out + attn.b_O
 
 
-def sublayer(x, fn, ln: LayerNormSpec | None, spec: ModelSpec, keep: bool,
-             normalize=layer_norm, add=operator.add) -> np.ndarray:
-    """Wrap a sublayer with its residual connection (``keep``) and the LayerNorm placement.
+class ReferenceBackend(Backend[np.ndarray]):
+    """The walk's operations on one string's (n, d) NumPy arrays; keeps every stream."""
 
-    The one statement of the placement rule: the soft twin (torch tensors) and the exact limit
-    (series in c) call it with their own ``normalize`` and ``add``.
-    """
-    if spec.norm == "pre":
-        y = fn(normalize(x, ln))
-        return add(x, y) if keep else y
-    y = fn(x)
-    y = add(x, y) if keep else y
-    return normalize(y, ln) if spec.norm == "post" else y
+    def __init__(self, settings: AttentionSettings, first: np.ndarray) -> None:
+        self.settings = settings
+        self.residuals = [first]
+
+    def norm(self, x: np.ndarray, ln: LayerNormSpec, name: str) -> np.ndarray:
+        """LayerNorm."""
+        return layer_norm(x, ln)
+
+    def attention(self, x: np.ndarray, branch: Branch) -> np.ndarray:
+        """Self-attention with the run's attention kind."""
+        return self_attention(x, branch.module, self.settings)
+
+    def feed_forward(self, x: np.ndarray, branch: Branch) -> np.ndarray:
+        """The feed-forward sublayer."""
+        return feed_forward(x, branch.module)
+
+    def leave(self, x: np.ndarray, step: Step) -> np.ndarray:
+        """Keep the stream."""
+        self.residuals.append(x)
+        return x
+
+    def unembed(self, x: np.ndarray, output: OutputSpec) -> np.ndarray:
+        """Logits of every position, or of the last one."""
+        logits = x @ output.W_U + (0 if output.b_U is None else output.b_U)
+        return logits[-1] if output.readout == "last" else logits
 
 
 def forward(
     spec: ModelSpec, string: str, settings: AttentionSettings | None = None
 ) -> ReferenceRun:
     """Run ``string`` through ``spec`` with plain NumPy and return every residual and the logits."""
-    settings = settings or AttentionSettings()
     ids = encode(spec, string)
     x = embed(spec, ids)
-    residuals = [x]
-    for layer, block in enumerate(spec.blocks):
-        if block.attn is not None:
-            x = sublayer(x, lambda h, a=block.attn: self_attention(h, a, settings), block.ln1, spec,
-                         spec.keeps_residual(layer, "attn"))
-            residuals.append(x)
-        if block.mlp is not None:
-            x = sublayer(x, lambda h, m=block.mlp: feed_forward(h, m), block.ln2, spec,
-                         spec.keeps_residual(layer, "mlp"))
-            residuals.append(x)
-    if spec.ln_final is not None:
-        x = layer_norm(x, spec.ln_final)
-    out = spec.output
-    logits = x @ out.W_U + (0 if out.b_U is None else out.b_U)
-    if out.readout == "last":
-        logits = logits[-1]
-    return ReferenceRun(ids=ids, residuals=residuals, logits=logits.astype(spec.dtype))
+    backend = ReferenceBackend(settings or AttentionSettings(), x)
+    logits = run(spec, backend, x)
+    return ReferenceRun(ids=ids, residuals=backend.residuals, logits=logits.astype(spec.dtype))

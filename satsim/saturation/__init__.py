@@ -1,4 +1,4 @@
-"""The saturated limit of a spec: degrees, the leading-order network, the exact limit, measures.
+"""The saturated limit of a spec: degrees, the leading-order network, the exact limit.
 
 - ``network_graph(spec)`` / ``degrees(spec)``: the network graph (networkx) with each node's degree
   of homogeneity by the rules of seed 001, Table 1.
@@ -12,8 +12,8 @@
 - ``limit_signs(spec, strings)``: which decisions the saturated model makes, fast and checked:
   the leading-order network in the compiled engine, the exact expansion where that run shows it
   is not the limit.
-- Measures (``satsim.saturation.measures``, which runs the torch soft twin): representation
-  similarity, homogeneity curves, per-layer convergence.
+- The measures of how close a soft model is to its limit live in ``satsim.analysis.measures``
+  (they run the torch soft twin).
 """
 
 from satsim.saturation.exact import ExactLimit, Finding, exact_limit

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.encoding import encode
-from satsim.positions import position_features, sinusoidal_table
-from satsim.reference.forward import sublayer
+from satsim.model.architecture import Backend, Branch, Step, position_term, run
+from satsim.model.encoding import encode
+from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.scaling import Rates, rated
 from satsim.saturation.series import (
     NO_DEGREE,
@@ -39,7 +39,6 @@ from satsim.saturation.series import (
     relu,
     weighted_sum,
 )
-from satsim.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -181,7 +180,7 @@ def _weights_floor(scores: Series, candidates: np.ndarray, orders: int) -> float
     return -math.inf
 
 
-class _Evaluator:
+class _Evaluator(Backend[Series]):
     """Walks one string through a spec, expansion by expansion, collecting findings."""
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -189,6 +188,7 @@ class _Evaluator:
         self.findings: list[Finding] = []
         self.heads: list[HeadLimit] = []
         self.length = 0  # tokens of the string being run
+        self.streams: list[Series] = []
 
     def note_vanishing(self, x: Series, where: str) -> None:
         _, degree = row_leading(x)
@@ -199,18 +199,18 @@ class _Evaluator:
                 f"{int(degree[position])}"))
 
     def embed(self, ids: np.ndarray) -> Series:
-        spec, n = self.spec, len(ids)
-        parts = [constant(spec.W_E[ids], 1)]
-        pos = spec.positional
-        if pos.kind == "learned":
-            parts.append(constant(pos.W_pos[:n], 1))
-        elif pos.kind == "features":
-            parts.append(constant(position_features(pos.features, n) @ pos.W_feat, 1))
-        elif pos.kind == "sinusoidal":
-            parts.append(constant(sinusoidal_table(n, spec.d_model), 0))
-        return add(*parts)
+        """The embedded stream: tokens, plus positions (degree 1 from parameters, 0 if fixed)."""
+        spec, pos = self.spec, self.spec.positional
+        term = position_term(pos, len(ids), spec.d_model,
+                             lambda name, n: constant(pos.W_pos[:n], 1),
+                             lambda features, name: constant(features @ pos.W_feat, 1),
+                             lambda table: constant(table, 0))
+        tokens = constant(spec.W_E[ids], 1)
+        return tokens if term is None else add(tokens, term)
 
-    def norm(self, x: Series, ln: LayerNormSpec, where: str) -> Series:
+    def norm(self, x: Series, ln: LayerNormSpec, name: str) -> Series:
+        """LayerNorm of a series, noting undetermined and vanishing rows."""
+        where = f"{name}.hook_normalized"
         y, lead = layer_norm(x, ln.eps)
         alive = lead > NO_DEGREE
         for position in np.flatnonzero(np.isnan(y.terms[0]).all(axis=-1)):
@@ -233,7 +233,9 @@ class _Evaluator:
             return out
         return add(out, constant(bias if bias_shape is None else bias.reshape(bias_shape), 1))
 
-    def attention(self, x: Series, attn: AttentionSpec, where: str) -> Series:
+    def attention(self, x: Series, branch: Branch) -> Series:
+        """Attention weights as series in 1/c, noting split and unresolved ties."""
+        attn, where = branch.module, branch.name
         h = attn.n_heads
         q = self.linear(x, "td,hde->hte", attn.W_Q, attn.b_Q, (h, 1, -1))
         k = self.linear(x, "td,hde->hte", attn.W_K, attn.b_K, (h, 1, -1))
@@ -268,42 +270,37 @@ class _Evaluator:
                 f"{int(head.size[h, position])} keys tie at every degree known; the weights "
                 f"depend on terms not tracked, so this output is undetermined"))
 
-    def feed_forward(self, x: Series, mlp: FeedForwardSpec) -> Series:
+    def feed_forward(self, x: Series, branch: Branch) -> Series:
+        """The feed-forward sublayer."""
+        mlp = branch.module
         hidden = relu(self.linear(x, "td,de->te", mlp.W_in, mlp.b_in))
         return self.linear(hidden, "te,ed->td", mlp.W_out, mlp.b_out)
 
-    def sublayer(self, x: Series, fn, ln: LayerNormSpec | None, where: str, keep: bool) -> Series:
-        def normalize(h: Series, norm: LayerNormSpec | None) -> Series:
-            return self.norm(h, norm, f"{where}.hook_normalized")
+    def add(self, x: Series, y: Series, step: Step) -> Series:
+        """The residual sum."""
+        return add(x, y)
 
-        return sublayer(x, fn, ln, self.spec, keep, normalize=normalize, add=add)
+    def leave(self, x: Series, step: Step) -> Series:
+        """Keep the stream and note rows whose top term vanishes."""
+        self.note_vanishing(x, step.out_name)
+        self.streams.append(x)
+        return x
+
+    def unembed(self, x: Series, output: OutputSpec) -> Series:
+        """The logits, noting undetermined and vanishing ones."""
+        logits = self.linear(x, "td,do->to", output.W_U, output.b_U)
+        self.note_vanishing_logits(logits)
+        return logits
 
     def run(self, string: str) -> ExactLimit:
-        spec = self.spec
-        ids = encode(spec, string)
+        """The exact limit of ``string``, with its findings."""
+        ids = encode(self.spec, string)
         self.length = len(ids)
         x = self.embed(ids)
-        streams = [x]
-        for layer, block in enumerate(spec.blocks):
-            p = f"blocks.{layer}"
-            if block.attn is not None:
-                def attend(h, a=block.attn, w=f"{p}.attn"):
-                    return self.attention(h, a, w)
-                x = self.sublayer(x, attend, block.ln1, f"{p}.ln1",
-                                  spec.keeps_residual(layer, "attn"))
-                self.note_vanishing(x, f"{p}.hook_resid_{'mid' if block.mlp else 'post'}")
-                streams.append(x)
-            if block.mlp is not None:
-                x = self.sublayer(x, lambda h, m=block.mlp: self.feed_forward(h, m), block.ln2,
-                                  f"{p}.ln2", spec.keeps_residual(layer, "mlp"))
-                self.note_vanishing(x, f"{p}.hook_resid_post")
-                streams.append(x)
-        if spec.ln_final is not None:
-            x = self.norm(x, spec.ln_final, "ln_final.hook_normalized")
-        out = spec.output
-        logits = self.linear(x, "td,do->to", out.W_U, out.b_U)
-        self.note_vanishing_logits(logits)
-        return ExactLimit(string, streams, self.heads, logits, self.findings, out.readout)
+        self.streams = [x]
+        logits = run(self.spec, self, x)
+        return ExactLimit(string, self.streams, self.heads, logits, self.findings,
+                          self.spec.output.readout)
 
     def note_vanishing_logits(self, logits: Series) -> None:
         value, degree = leading(logits)

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from satsim.spec import LayerNormSpec, ModelSpec
+from satsim.model.architecture import (
+    Backend,
+    Branch,
+    Step,
+    embedding_stream,
+    position_term,
+    run,
+)
+from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 
 OPS = ("param", "const", "product", "sum", "layernorm", "relu", "softmax", "identity")
 
@@ -46,16 +54,18 @@ class Sublayer:
     stream_out: str
 
 
-class _Builder:
-    """Adds nodes in topological order, computing each degree as it goes."""
+class _Builder(Backend[str]):
+    """Adds nodes in topological order, computing each degree as it goes; values are node names."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
         self.g = nx.DiGraph(name=spec.name, streams=[], sublayers=[])
         for name in spec.tensors():
-            self.add(name, "param")
+            self.node(name, "param")
+        self.stream_in = self.branch_out = ""
+        self.total: str | None = None
 
-    def add(self, name: str, op: str, inputs: tuple[str, ...] = (), **attrs) -> str:
+    def node(self, name: str, op: str, inputs: tuple[str, ...] = (), **attrs) -> str:
         degree = _degree(op, [self.g.nodes[i]["degree"] for i in inputs])
         self.g.add_node(name, op=op, degree=degree, **attrs)
         for position, source in enumerate(inputs):
@@ -69,83 +79,87 @@ class _Builder:
 
     def linear(self, name: str, x: str, weight: str, bias: str | None) -> str:
         if bias is None:
-            return self.add(name, "product", (x, weight))
-        return self.add(name, "sum", (self.add(f"{name}.linear", "product", (x, weight)), bias))
+            return self.node(name, "product", (x, weight))
+        return self.node(name, "sum", (self.node(f"{name}.linear", "product", (x, weight)), bias))
 
-    def norm(self, prefix: str, ln: LayerNormSpec, x: str) -> str:
-        normalized = self.add(f"{prefix}.hook_normalized", "layernorm", (x,))
+    def norm(self, x: str, ln: LayerNormSpec, prefix: str) -> str:
+        """The norm's nodes: normalisation, then scale and shift when affine."""
+        normalized = self.node(f"{prefix}.hook_normalized", "layernorm", (x,))
         if not ln.affine:
             return normalized
-        scaled = self.add(f"{prefix}.hook_scaled", "product", (normalized, f"{prefix}.w"))
-        return self.add(f"{prefix}.hook_out", "sum", (scaled, f"{prefix}.b"))
+        scaled = self.node(f"{prefix}.hook_scaled", "product", (normalized, f"{prefix}.w"))
+        return self.node(f"{prefix}.hook_out", "sum", (scaled, f"{prefix}.b"))
 
     def bias(self, name: str) -> str | None:
         return name if name in self.g and self.g.nodes[name]["op"] == "param" else None
 
     def embedding(self) -> str:
-        pos = self.spec.positional
-        terms = [self.add("hook_embed", "product", (self.add("hook_tokens", "const"), "embed.W_E"))]
-        if pos.kind == "learned":
-            positions = self.add("hook_positions", "const")
-            terms.append(self.add("hook_pos_embed", "product", (positions, "pos_embed.W_pos")))
-        elif pos.kind == "features":
-            features = self.add("hook_position_features", "const")
-            terms.append(self.add("hook_pos_embed", "product", (features, "pos_embed.W_feat")))
-        elif pos.kind == "sinusoidal":
-            terms.append(self.add("hook_pos_embed", "const"))
-        name = "blocks.0.hook_resid_pre" if self.spec.blocks else "hook_resid_embed"
-        return self.add(name, "sum" if len(terms) > 1 else "identity", tuple(terms))
+        """The token embedding plus the positional term, as the first stream."""
+        spec = self.spec
 
-    def attention(self, layer: int, x: str) -> str:
-        p = f"blocks.{layer}.attn"
+        def lookup(const: str, param: str) -> str:
+            return self.node("hook_pos_embed", "product", (self.node(const, "const"), param))
+
+        tokens = self.node("hook_tokens", "const")
+        terms = [self.node("hook_embed", "product", (tokens, "embed.W_E"))]
+        position = position_term(spec.positional, 0, spec.d_model,
+                                 lambda name, n: lookup("hook_positions", name),
+                                 lambda features, name: lookup("hook_position_features", name),
+                                 lambda table: self.node("hook_pos_embed", "const"))
+        if position is not None:
+            terms.append(position)
+        return self.node(embedding_stream(spec), "sum" if len(terms) > 1 else "identity",
+                         tuple(terms))
+
+    def attention(self, x: str, branch: Branch) -> str:
+        """Queries, keys, values, scores, pattern and output of an attention sublayer."""
+        p = branch.name
         q = self.linear(f"{p}.hook_q", x, f"{p}.W_Q", self.bias(f"{p}.b_Q"))
         k = self.linear(f"{p}.hook_k", x, f"{p}.W_K", self.bias(f"{p}.b_K"))
         v = self.linear(f"{p}.hook_v", x, f"{p}.W_V", self.bias(f"{p}.b_V"))
-        scores = self.add(f"{p}.hook_attn_scores", "product", (q, k))
-        pattern = self.add(f"{p}.hook_pattern", "softmax", (scores,))
-        z = self.add(f"{p}.hook_z", "product", (pattern, v))
-        return self.linear(f"blocks.{layer}.hook_attn_out", z, f"{p}.W_O", self.bias(f"{p}.b_O"))
+        scores = self.node(f"{p}.hook_attn_scores", "product", (q, k))
+        pattern = self.node(f"{p}.hook_pattern", "softmax", (scores,))
+        z = self.node(f"{p}.hook_z", "product", (pattern, v))
+        self.branch_out = self.linear(branch.out_name, z, f"{p}.W_O", self.bias(f"{p}.b_O"))
+        return self.branch_out
 
-    def feed_forward(self, layer: int, x: str) -> str:
-        p = f"blocks.{layer}.mlp"
+    def feed_forward(self, x: str, branch: Branch) -> str:
+        """Pre-activation, ReLU and output of a feed-forward sublayer."""
+        p = branch.name
         pre = self.linear(f"{p}.hook_pre", x, f"{p}.W_in", self.bias(f"{p}.b_in"))
-        post = self.add(f"{p}.hook_post", "relu", (pre,))
-        return self.linear(f"blocks.{layer}.hook_mlp_out", post, f"{p}.W_out",
-                           self.bias(f"{p}.b_out"))
+        post = self.node(f"{p}.hook_post", "relu", (pre,))
+        self.branch_out = self.linear(branch.out_name, post, f"{p}.W_out", self.bias(f"{p}.b_out"))
+        return self.branch_out
 
-    def sublayer(self, layer: int, kind: str, x: str, out: str) -> str:
-        block = self.spec.blocks[layer]
-        ln_name = "ln1" if kind == "attn" else "ln2"
-        prefix, ln = f"blocks.{layer}.{ln_name}", getattr(block, ln_name)
-        fn = self.attention if kind == "attn" else self.feed_forward
-        residual, norm = self.spec.keeps_residual(layer, kind), self.spec.norm
-        branch = fn(layer, self.norm(prefix, ln, x) if norm == "pre" else x)
-        total = None
-        if residual:
-            name = f"{prefix}.hook_in" if norm == "post" else out
-            total = self.add(name, "sum", (x, branch))
-        value = total or branch
-        if norm == "post":
-            value = self.norm(prefix, ln, value)
-        if value != out:
-            value = self.add(out, "identity", (value,))
-        self.g.graph["sublayers"].append(Sublayer(layer, kind, x, branch, total, out))
-        return value
+    def enter(self, x: str, step: Step) -> str:
+        """Remember the stream the step reads."""
+        self.stream_in, self.total = x, None
+        return x
+
+    def add(self, x: str, y: str, step: Step) -> str:
+        """The residual sum node (``<norm>.hook_in`` when a norm follows it)."""
+        name = step.out_name if step.norm_out is None else f"{step.branch.norm_name}.hook_in"
+        self.total = self.node(name, "sum", (x, y))
+        return self.total
+
+    def leave(self, x: str, step: Step) -> str:
+        """Name the step's output stream and record where the step sits."""
+        if x != step.out_name:
+            x = self.node(step.out_name, "identity", (x,))
+        self.g.graph["sublayers"].append(Sublayer(step.layer, step.kind, self.stream_in,
+                                                  self.branch_out, self.total, step.out_name))
+        self.g.graph["streams"].append(x)
+        return x
+
+    def unembed(self, x: str, output: OutputSpec) -> str:
+        """The logits node."""
+        return self.linear("hook_logits", x, "unembed.W_U", self.bias("unembed.b_U"))
 
     def build(self) -> nx.DiGraph:
+        """The whole graph."""
         stream = self.embedding()
         self.g.graph["streams"].append(stream)
-        for layer, block in enumerate(self.spec.blocks):
-            if block.attn is not None:
-                out = f"blocks.{layer}.hook_resid_{'mid' if block.mlp else 'post'}"
-                stream = self.sublayer(layer, "attn", stream, out)
-                self.g.graph["streams"].append(stream)
-            if block.mlp is not None:
-                stream = self.sublayer(layer, "mlp", stream, f"blocks.{layer}.hook_resid_post")
-                self.g.graph["streams"].append(stream)
-        if self.spec.ln_final is not None:
-            stream = self.norm("ln_final", self.spec.ln_final, stream)
-        self.linear("hook_logits", stream, "unembed.W_U", self.bias("unembed.b_U"))
+        run(self.spec, self, stream)
         return self.g
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
+from satsim.model.spec import LayerNormSpec, ModelSpec, PositionalSpec
 from satsim.saturation.graph import Sublayer, dropped_terms, network_graph
 from satsim.saturation.respec import with_tensors
 from satsim.saturation.scaling import Rates, rated
-from satsim.spec import LayerNormSpec, ModelSpec, PositionalSpec
 
 LIMIT_EPS = 1e-30
 """LayerNorm ε of the limit network: its input grows like c^k, so ε/c^2k → 0."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError
-from satsim.spec import ModelSpec
+from satsim.model.spec import ModelSpec
 
 
 def _rebuild(obj: Any, prefix: str, new: Mapping[str, np.ndarray | None], used: set[str]) -> Any:

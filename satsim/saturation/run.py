@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.encoding import encode
+from satsim.engine.batch import LayerTrace, forward_batch
 from satsim.errors import SatsimError
-from satsim.forward import LayerTrace, forward_batch
-from satsim.reference.forward import AttentionSettings
+from satsim.model.encoding import encode
+from satsim.model.settings import AttentionSettings
 from satsim.saturation.limit import LeadingOrder
 
 

@@ -15,8 +15,8 @@ from fnmatch import fnmatchcase
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.model.spec import ModelSpec
 from satsim.saturation.respec import map_named
-from satsim.spec import ModelSpec
 
 Rates = Mapping[str, float]
 

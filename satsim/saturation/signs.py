@@ -23,16 +23,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.encoding import encoder, positional_vectors
+from satsim.engine.batch import LayerTrace, forward_batch
+from satsim.engine.simulator import next_symbol_sets
 from satsim.errors import SatsimError
-from satsim.forward import LayerTrace, counting_heads, forward_batch
-from satsim.reference.forward import AttentionSettings
+from satsim.model.architecture import counting_heads
+from satsim.model.encoding import encoder, positional_vectors
+from satsim.model.settings import AttentionSettings, tie_tolerance
+from satsim.model.spec import ModelSpec
 from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.scaling import Rates
-from satsim.simulator import next_symbol_sets
-from satsim.spec import ModelSpec
-from satsim.tolerance import tie_tolerance
 
 VANISHING = 1e-9
 """Relative size below which a float64 leading-order quantity counts as zero at its degree."""
@@ -64,8 +64,8 @@ class LimitSigns:
 def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
     """Per attention layer, (H,) bool: heads that score every key alike at every degree.
 
-    These are the engine's counting heads (:func:`satsim.forward.counting_heads`), read off the
-    source spec, whose biases the leading-order network may have dropped.
+    These are the engine's counting heads (:func:`satsim.model.architecture.counting_heads`),
+    read off the source spec, whose biases the leading-order network may have dropped.
     """
     return [counting_heads(block.attn) for block in spec.blocks if block.attn is not None]
 

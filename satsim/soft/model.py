@@ -18,16 +18,15 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from satsim.encoding import encode
 from satsim.errors import SatsimError
-from satsim.positions import position_features, sinusoidal_table
-from satsim.reference.forward import sublayer
+from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks
+from satsim.model.encoding import encode
+from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.graph import growth_exponent, network_graph
 from satsim.saturation.respec import with_tensors
 from satsim.saturation.safety import check_scale
 from satsim.saturation.scaling import Rates, check_rates, rate_of
 from satsim.soft.device import resolve_device, resolve_dtype
-from satsim.spec import ModelSpec
 
 
 class _Tensors(nn.Module):
@@ -69,17 +68,6 @@ class SoftRun:
     def residual_arrays(self) -> list[np.ndarray]:
         """The residual streams as float64 NumPy arrays (B, T, d)."""
         return [r.double().cpu().numpy() for r in self.residuals]
-
-
-def residual_names(spec) -> list[str]:
-    """The hook name of each residual stream that ``residual_arrays`` returns, in order."""
-    names = ["blocks.0.hook_resid_pre" if spec.blocks else "hook_embed"]
-    for layer, block in enumerate(spec.blocks):
-        if block.attn is not None:
-            names.append(f"blocks.{layer}.hook_resid_{'mid' if block.mlp is not None else 'post'}")
-        if block.mlp is not None:
-            names.append(f"blocks.{layer}.hook_resid_post")
-    return names
 
 
 def _layer_norm(x: Tensor, w: Tensor | None, b: Tensor | None, eps: float) -> tuple[Tensor, ...]:
@@ -151,73 +139,34 @@ class SoftTransformer(nn.Module):
         twin.scale = self.scale * c
         return twin
 
-    def _positional(self, n: int, lengths: Tensor) -> Tensor | None:
-        """Positional vectors (B, T, d) or (T, d), or None."""
+    def _positions(self, n: int, lengths: Tensor) -> Tensor | None:
+        """Positional vectors (T, d), or (B, T, d) when they depend on each string's length."""
         pos = self.spec.positional
-        if pos.kind == "none":
-            return None
-        if pos.kind == "learned":
+
+        def rows(name: str, count: int) -> Tensor:
             table = self.pos_embed.W_pos
-            if n > table.shape[0]:
-                raise SatsimError(f"a sequence of {n} tokens is longer than the learned positional "
-                                  f"table ({table.shape[0]} positions) of model {self.spec.name!r}")
-            return table[:n]
-        if pos.kind == "sinusoidal":
-            return torch.tensor(sinusoidal_table(n, self.spec.d_model), dtype=self.dtype,
-                                device=self.device)
-        features = np.zeros((len(lengths), n, len(pos.features)))
+            if count > table.shape[0]:
+                raise SatsimError(f"a sequence of {count} tokens is longer than the learned "
+                                  f"positional table ({table.shape[0]} positions) of model "
+                                  f"{self.spec.name!r}")
+            return table[:count]
+
+        def term(count: int) -> Tensor | None:
+            return position_term(
+                pos, count, self.spec.d_model, rows,
+                lambda features, name: self._tensor(features) @ self.pos_embed.W_feat,
+                self._tensor)
+
+        if not pos.depends_on_length:
+            return term(n)
+        table = torch.zeros((len(lengths), n, self.spec.d_model), dtype=self.dtype,
+                            device=self.device)
         for row, length in enumerate(lengths.tolist()):
-            features[row, :length] = position_features(pos.features, length)
-        table = torch.tensor(features, dtype=self.dtype, device=self.device)
-        return table @ self.pos_embed.W_feat
+            table[row, :length] = term(length)
+        return table
 
-    def _attention(self, x: Tensor, layer: int, key_mask: Tensor, beta: float, hook) -> Tensor:
-        attn = self.blocks[layer].attn
-        p = f"blocks.{layer}.attn"
-
-        def project(weight: str, bias: str) -> Tensor:
-            out = torch.einsum("btd,hde->bhte", x, attn.get(weight))
-            return out if attn.get(bias) is None else out + attn.get(bias)[None, :, None, :]
-
-        q, k, v = project("W_Q", "b_Q"), project("W_K", "b_K"), project("W_V", "b_V")
-        for name, value in (("q", q), ("k", k), ("v", v)):
-            hook(f"{p}.hook_{name}", value.transpose(1, 2))
-        scores = torch.einsum("bhte,bhse->bhts", q, k) / math.sqrt(q.shape[-1])
-        n = x.shape[1]
-        allowed = key_mask[:, None, None, :]
-        if self.spec.blocks[layer].attn.causal:
-            allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
-        scores = hook(f"{p}.hook_attn_scores", self._mask_scores(scores, allowed))
-        pattern = hook(f"{p}.hook_pattern", torch.softmax(beta * scores, dim=-1))
-        z = pattern @ v
-        hook(f"{p}.hook_z", z.transpose(1, 2))
-        out = torch.einsum("bhte,hed->btd", z, attn.W_O)
-        return out if attn.get("b_O") is None else out + attn.b_O
-
-    def _mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
-        """Exclude the keys that are not allowed (score −∞, so weight 0)."""
-        return scores.masked_fill(~allowed, -math.inf)
-
-    def _feed_forward(self, x: Tensor, layer: int, hook) -> Tensor:
-        mlp, p = self.blocks[layer].mlp, f"blocks.{layer}.mlp"
-        pre = x @ mlp.W_in if mlp.get("b_in") is None else x @ mlp.W_in + mlp.b_in
-        post = hook(f"{p}.hook_post", torch.relu(hook(f"{p}.hook_pre", pre)))
-        out = post @ mlp.W_out
-        return out if mlp.get("b_out") is None else out + mlp.b_out
-
-    def _norm(self, x: Tensor, bag: _Tensors, eps: float, name: str, hook) -> Tensor:
-        normalized, out = _layer_norm(x, bag.get("w"), bag.get("b"), eps)
-        hook(f"{name}.hook_normalized", normalized)
-        return out
-
-    def _sublayer(self, x: Tensor, fn, layer: int, ln_name: str, hook) -> Tensor:
-        spec = self.spec
-        ln = getattr(spec.blocks[layer], ln_name)
-        name = f"blocks.{layer}.{ln_name}"
-        bag = getattr(self.blocks[layer], ln_name)
-        keep = spec.keeps_residual(layer, "attn" if ln_name == "ln1" else "mlp")
-        return sublayer(x, fn, ln, spec, keep,
-                        normalize=lambda h, norm: self._norm(h, bag, norm.eps, name, hook))
+    def _tensor(self, array: np.ndarray) -> Tensor:
+        return torch.tensor(array, dtype=self.dtype, device=self.device)
 
     def forward(self, tokens: Tensor, lengths: Tensor | None = None, *, beta: float = 1.0,
                 cache: bool = False) -> SoftRun:
@@ -228,40 +177,15 @@ class SoftTransformer(nn.Module):
         if lengths is None:
             lengths = torch.full((batch,), n, dtype=torch.long)
         key_mask = torch.arange(n, device=self.device)[None, :] < lengths.to(self.device)[:, None]
-        hooks: dict[str, Tensor] | None = {} if cache else None
-
-        def hook(name: str, value: Tensor) -> Tensor:
-            if hooks is not None:
-                hooks[name] = value
-            return value
-
-        x = hook("hook_embed", self.embed.W_E[tokens])
-        pos = self._positional(n, lengths)
+        soft = _SoftPass(self, key_mask, beta, cache)
+        x = soft.hook("hook_embed", self.embed.W_E[tokens])
+        pos = self._positions(n, lengths)
         if pos is not None:
-            x = x + hook("hook_pos_embed", pos.expand(batch, n, -1))
-        residuals = [x]
-        for layer, block in enumerate(self.spec.blocks):
-            hook(f"blocks.{layer}.hook_resid_pre", x)
-            if block.attn is not None:
-                def attend(h, i=layer):
-                    out = self._attention(h, i, key_mask, beta, hook)
-                    return hook(f"blocks.{i}.hook_attn_out", out)
-
-                x = self._sublayer(x, attend, layer, "ln1", hook)
-                stage = "mid" if block.mlp is not None else "post"
-                residuals.append(hook(f"blocks.{layer}.hook_resid_{stage}", x))
-            if block.mlp is not None:
-                def feed(h, i=layer):
-                    return hook(f"blocks.{i}.hook_mlp_out", self._feed_forward(h, i, hook))
-
-                x = self._sublayer(x, feed, layer, "ln2", hook)
-                residuals.append(hook(f"blocks.{layer}.hook_resid_post", x))
-        if self.ln_final is not None:
-            x = self._norm(x, self.ln_final, self.spec.ln_final.eps, "ln_final", hook)
-        logits = x @ self.unembed.W_U
-        if self.unembed.get("b_U") is not None:
-            logits = logits + self.unembed.b_U
-        return SoftRun(logits, residuals, x, lengths, hooks)
+            x = x + soft.hook("hook_pos_embed", pos.expand(batch, n, -1))
+        soft.residuals.append(x)
+        final = run_blocks(self.spec, soft, x)
+        return SoftRun(soft.unembed(final, self.spec.output), soft.residuals, final, lengths,
+                       soft.hooks)
 
     def encode(self, strings: Sequence[str]) -> tuple[Tensor, Tensor]:
         """Padded token ids (B, T) and lengths (B,) of ``strings`` (BOS/EOS added)."""
@@ -287,3 +211,76 @@ class SoftTransformer(nn.Module):
                 f"the soft twin of {self.spec.name!r} overflowed {self.dtype} at c = "
                 f"{self.scale:g} (activations grow like c^{exponent}); use float64 or a smaller c")
         return result
+
+
+class _SoftPass(Backend[Tensor]):
+    """The walk's operations on padded (B, T, d) torch tensors, caching TransformerLens hooks."""
+
+    def __init__(self, model: SoftTransformer, key_mask: Tensor, beta: float,
+                 cache: bool) -> None:
+        self.model = model
+        self.key_mask = key_mask
+        self.beta = beta
+        self.hooks: dict[str, Tensor] | None = {} if cache else None
+        self.residuals: list[Tensor] = []
+
+    def hook(self, name: str, value: Tensor) -> Tensor:
+        """Cache ``value`` under hook ``name`` when caching."""
+        if self.hooks is not None:
+            self.hooks[name] = value
+        return value
+
+    def norm(self, x: Tensor, ln: LayerNormSpec, name: str) -> Tensor:
+        """LayerNorm with the module's parameters for ``name``."""
+        bag = self.model.get_submodule(name)
+        normalized, out = _layer_norm(x, bag.get("w"), bag.get("b"), ln.eps)
+        self.hook(f"{name}.hook_normalized", normalized)
+        return out
+
+    def attention(self, x: Tensor, branch: Branch) -> Tensor:
+        """Softmax(β·scores) attention over the allowed keys."""
+        attn, p = self.model.get_submodule(branch.name), branch.name
+
+        def project(weight: str, bias: str) -> Tensor:
+            out = torch.einsum("btd,hde->bhte", x, attn.get(weight))
+            return out if attn.get(bias) is None else out + attn.get(bias)[None, :, None, :]
+
+        q, k, v = project("W_Q", "b_Q"), project("W_K", "b_K"), project("W_V", "b_V")
+        for name, value in (("q", q), ("k", k), ("v", v)):
+            self.hook(f"{p}.hook_{name}", value.transpose(1, 2))
+        scores = torch.einsum("bhte,bhse->bhts", q, k) / math.sqrt(q.shape[-1])
+        n = x.shape[1]
+        allowed = self.key_mask[:, None, None, :]
+        if branch.module.causal:
+            allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+        scores = self.hook(f"{p}.hook_attn_scores", scores.masked_fill(~allowed, -math.inf))
+        pattern = self.hook(f"{p}.hook_pattern", torch.softmax(self.beta * scores, dim=-1))
+        z = pattern @ v
+        self.hook(f"{p}.hook_z", z.transpose(1, 2))
+        out = torch.einsum("bhte,hed->btd", z, attn.W_O)
+        return self.hook(branch.out_name, out if attn.get("b_O") is None else out + attn.b_O)
+
+    def feed_forward(self, x: Tensor, branch: Branch) -> Tensor:
+        """The ReLU feed-forward sublayer."""
+        mlp, p = self.model.get_submodule(branch.name), branch.name
+        pre = x @ mlp.W_in if mlp.get("b_in") is None else x @ mlp.W_in + mlp.b_in
+        post = self.hook(f"{p}.hook_post", torch.relu(self.hook(f"{p}.hook_pre", pre)))
+        out = post @ mlp.W_out
+        return self.hook(branch.out_name, out if mlp.get("b_out") is None else out + mlp.b_out)
+
+    def enter(self, x: Tensor, step: Step) -> Tensor:
+        """Cache the block's input stream."""
+        if step.starts_block:
+            self.hook(step.in_name, x)
+        return x
+
+    def leave(self, x: Tensor, step: Step) -> Tensor:
+        """Keep and cache the stream the step wrote."""
+        self.residuals.append(self.hook(step.out_name, x))
+        return x
+
+    def unembed(self, x: Tensor, output: OutputSpec) -> Tensor:
+        """Logits of every position."""
+        unembed = self.model.unembed
+        logits = x @ unembed.W_U
+        return logits if unembed.get("b_U") is None else logits + unembed.b_U

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from satsim.errors import SatsimError
+from satsim.model.io import load_spec, save_spec
+from satsim.model.spec import ModelSpec
 from satsim.output import replace_atomically
-from satsim.spec import ModelSpec
 
 PATTERN = re.compile(r"step-(\d{8})\.safetensors$")
 
@@ -47,7 +48,7 @@ def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
     import torch
 
     spec_path(run, step).parent.mkdir(parents=True, exist_ok=True)
-    replace_atomically(lambda tmp: spec.save(str(tmp)), spec_path(run, step))
+    replace_atomically(lambda tmp: save_spec(spec, str(tmp)), spec_path(run, step))
     replace_atomically(lambda tmp: torch.save(state, tmp), state_path(run, step))
 
 
@@ -64,7 +65,7 @@ def load_checkpoint(run: Path, step: int) -> Checkpoint:
     """Read the checkpoint at ``step`` (one-line SatsimError if it is damaged)."""
     import torch
 
-    spec = ModelSpec.load(str(spec_path(run, step)))
+    spec = load_spec(str(spec_path(run, step)))
     try:
         state = torch.load(state_path(run, step), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many kinds for a damaged file

@@ -103,3 +103,27 @@ class TrainConfig:
         if not isinstance(data, dict):
             raise SatsimError(f"{path} is not a training config (expected a JSON object)")
         return cls.from_dict(data)
+
+
+DEFAULTS = TrainConfig().to_dict()
+"""Every training setting's default (for the options here and the sweep's base settings)."""
+
+
+RESUMABLE = frozenset({"steps"})
+"""Settings a resumed run may change: more (or fewer, not below the last checkpoint) steps."""
+
+
+def resumed_config(saved: TrainConfig, settings: dict, given: set[str]) -> TrainConfig:
+    """The saved config with the options given again applied where that is meaningful.
+
+    Any other option given with a value unlike the run's is refused by name: the run's data,
+    model and optimiser are fixed by its first settings.
+    """
+    saved_values = saved.to_dict()
+    changed = sorted(name for name in given if settings[name] != saved_values[name])
+    refused = [name for name in changed if name not in RESUMABLE]
+    if refused:
+        listed = ", ".join(f"--{n.replace('_', '-')} {settings[n]} (the run has {saved_values[n]})"
+                           for n in refused)
+        raise SatsimError(f"a resumed run keeps its settings; only --steps may change: {listed}")
+    return TrainConfig.from_dict({**saved_values, **{n: settings[n] for n in changed}})

@@ -17,7 +17,7 @@ import languages
 from languages.base import LanguageError
 from languages.datasets import PRESETS, build
 from satsim.errors import SatsimError
-from satsim.spec import ModelSpec
+from satsim.model.spec import ModelSpec
 from satsim.training.config import TrainConfig
 
 
@@ -49,7 +49,7 @@ def examples(spec: ModelSpec, records: list[dict], task: str) -> Examples:
     """Turn dataset records into tensors for ``spec`` (its vocab and output labels)."""
     if not records:
         raise SatsimError("no strings to train or test on")
-    from satsim.encoding import encoder
+    from satsim.model.encoding import encoder
 
     encode = encoder(spec)
     ids = [encode(r["string"]) for r in records]

@@ -1,12 +1,12 @@
 """A trained model per length bin: the soft model (torch) beside its saturated limit (simulator).
 
-Both see the same strings: :func:`satsim.evaluation.test_set` with the seed of the bin's index,
-scored by :func:`satsim.evaluation.count_correct`. A recogniser gets half positives and half
-hard negatives and must give the label; a next-symbol model gets positives only (the strings its
-task is trained on) and must predict every prefix's set of next symbols. The soft model decides like
-the simulator: a logit > 0 at the readout. Its attention costs O(T²) memory, so strings are run
-in batches of bounded B·T², and bins longer than ``soft_max_len`` are left to the limit alone.
-A learned positional table of n_ctx positions limits both models: a bin that starts beyond it is
+Both see the same strings: :func:`satsim.analysis.strings.test_set` with the seed of the bin's
+index, scored by :func:`satsim.analysis.scoring.count_correct`. A recogniser gets half positives and
+half hard negatives and must give the label; a next-symbol model gets positives only (the strings
+its task is trained on) and must predict every prefix's set of next symbols. The soft model decides
+like the simulator: a logit > 0 at the readout. Its attention costs O(T²) memory, so strings are run
+in batches of bounded B·T², and bins longer than ``soft_max_len`` are left to the limit alone. A
+learned positional table of n_ctx positions limits both models: a bin that starts beyond it is
 skipped, one that straddles it is cut at the longest string that fits.
 """
 
@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from satsim.evaluation import BinResult, check_alphabet, evaluate_predictor, predict
-from satsim.simulator import Simulator, next_symbol_sets
-from satsim.spec import ModelSpec
+from satsim.analysis.evaluation import BinResult, check_alphabet, evaluate_predictor
+from satsim.analysis.scoring import predict
+from satsim.engine.simulator import Simulator, next_symbol_sets
+from satsim.model.spec import ModelSpec
 
 LONG_BINS_UNTIL = 1000
 """Default bins double in length past the preset's splits until they reach this length."""
@@ -70,8 +71,8 @@ def max_string_length(spec: ModelSpec) -> int | None:
 
 
 def soft_predictor(spec: ModelSpec, device: str = "auto", dtype: str | None = None):
-    """A function strings → answers (as :func:`satsim.evaluation.predict`) of the soft twin."""
-    from satsim.saturation.measures import decide
+    """A function strings → answers (as :func:`satsim.analysis.scoring.predict`), soft twin."""
+    from satsim.analysis.measures import decide
     from satsim.soft import SoftTransformer
 
     soft = SoftTransformer.from_spec(spec, device=device, dtype=dtype)

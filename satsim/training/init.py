@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from languages.base import EOS
-from satsim.spec import (
+from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,

@@ -22,12 +22,12 @@ import torch
 
 import languages
 from languages.base import LanguageError
+from satsim.analysis.measures import representation_similarity
 from satsim.errors import SatsimError
+from satsim.model.io import load_spec, save_spec
 from satsim.output import replace_atomically
-from satsim.saturation.measures import representation_similarity
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
-from satsim.spec import ModelSpec
 from satsim.training.checkpoint import (
     checkpoint_steps,
     load_checkpoint,
@@ -165,7 +165,7 @@ class Trainer:
         earlier = [s for s in checkpoint_steps(self.run) if s < step]
         if not earlier:
             return None
-        before = ModelSpec.load(str(spec_path(self.run, earlier[-1]))).tensors()
+        before = load_spec(str(spec_path(self.run, earlier[-1]))).tensors()
         previous = {name: torch.from_numpy(np.array(before[name], dtype=np.float64))
                     for name, _ in self.model.named_parameters()}
         return cosine(snapshot(self.model.named_parameters()), previous)
@@ -261,7 +261,7 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     final_eval = trainer.held_out()
     trainer.elapsed = time.perf_counter() - clock
     trainer.checkpoint(config.steps)
-    trainer.model.to_spec().save(str(run / "final.safetensors"))
+    save_spec(trainer.model.to_spec(), str(run / "final.safetensors"))
     norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
     summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"

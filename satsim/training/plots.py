@@ -66,10 +66,10 @@ def _direction(ax, report: Report) -> None:
 
 
 def _similarity(ax, report: Report) -> None:
-    from satsim.soft.model import residual_names
+    from satsim.model.architecture import stream_names
 
     t, values = report.run.similarity()
-    names = residual_names(report.run.final)
+    names = stream_names(report.run.final)
     for stream in range(values.shape[1]):
         name = names[stream] if len(names) == values.shape[1] else f"stream {stream}"
         ax.plot(t, values[:, stream], label=name)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import ray
 
-from satsim.training.sweep import failed_row, run_one
+from satsim.training.runs import failed_row, run_one
 
 RETRIES = 3
 """How many times Ray reruns a task whose worker died (the run then resumes from a checkpoint)."""

@@ -4,7 +4,8 @@ A run directory holds config.json, metrics.jsonl (a resumed run may repeat steps
 of a step wins), checkpoints/step-XXXXXXXX.safetensors and final.safetensors. The report fits
 ‖θ_t‖ (and every layer's norm) against t, √t and t^¼ (:mod:`satsim.training.fits`), follows the
 direction of θ, scores the soft model and its saturated limit per length bin
-(:mod:`satsim.training.evaluate`) and gives the limit's head roles (:mod:`satsim.head_roles`).
+(:mod:`satsim.training.evaluate`) and gives the limit's head roles
+(:mod:`satsim.analysis.head_roles`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from satsim.errors import SatsimError
-from satsim.spec import ModelSpec
+from satsim.model.io import load_spec
+from satsim.model.spec import ModelSpec
 from satsim.training.checkpoint import spec_path, spec_steps
 from satsim.training.evaluate import BinPair, default_bins, evaluate_bins, max_string_length
 from satsim.training.fits import GrowthFits, fit_growth
@@ -111,10 +113,10 @@ def load_run(path: str | Path) -> Run:
                           f"needs at least {MIN_ROWS}")
     checkpoints = [(step, spec_path(path, step)) for step in spec_steps(path)]
     if (path / "final.safetensors").exists():
-        final, note = ModelSpec.load(str(path / "final.safetensors")), ""
+        final, note = load_spec(str(path / "final.safetensors")), ""
     elif checkpoints:
         step, latest = checkpoints[-1]
-        final, note = ModelSpec.load(str(latest)), f"no final.safetensors: using step {step}"
+        final, note = load_spec(str(latest)), f"no final.safetensors: using step {step}"
     else:
         raise SatsimError(f"no final.safetensors and no checkpoints in {path}")
     return Run(path, config, rows, final, note, checkpoints)
@@ -140,7 +142,7 @@ def direction_to_final(run: Run) -> list[dict]:
     out = []
     before = None
     for step, path in run.checkpoints:
-        theta = flat_parameters(ModelSpec.load(str(path)))
+        theta = flat_parameters(load_spec(str(path)))
         out.append({"step": step, "norm": float(np.linalg.norm(theta)),
                     "cosine_to_final": cosine(theta, final),
                     "cosine_to_previous": None if before is None else cosine(theta, before)})
@@ -226,8 +228,8 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     ``progress`` hears a line as each bin of each model and the head roles are done.
     """
     import languages
-    from satsim.evaluation import test_set
-    from satsim.head_roles import roles_from_tie_sizes
+    from satsim.analysis.head_roles import roles_from_tie_sizes
+    from satsim.analysis.strings import test_set
     from satsim.saturation import limit
     from satsim.saturation.signs import LimitPredictor, limit_tie_sizes
 

@@ -1,9 +1,8 @@
 """Sweeps: a grid of training runs, run here (a process pool) or on a Ray cluster.
 
-A sweep is a plain list of configs (:func:`plan`); :func:`run_one` trains one of them into
-``ROOT/runs/NAME`` and returns its result row, and it is a top-level function of plain
-arguments, so any engine that maps a function over inputs runs a sweep without change. A run that
-finished is not run again, and one that was interrupted resumes from its last checkpoint.
+A sweep is a plain list of configs (:func:`plan`); :func:`satsim.training.runs.run_one` trains one
+of them into ``ROOT/runs/NAME`` and returns its result row. A run that finished is not run again,
+and one that was interrupted resumes from its last checkpoint.
 
 A sweep folder knows its plan: ``ROOT/plan.json`` is written once, and a later call with another
 plan is refused before anything is written (:func:`check_plan`). Each finished run's row is
@@ -25,6 +24,7 @@ from pathlib import Path
 from satsim.errors import SatsimError
 from satsim.output import replace_atomically
 from satsim.training.config import TrainConfig
+from satsim.training.runs import canonical_settings, read_json, result_row, run_one
 
 SHORT = {"lang": "", "task": "", "seed": "s", "lr": "lr", "optimizer": "", "weight_decay": "wd",
          "layers": "L", "d_model": "d", "heads": "h", "norm": "", "steps": "n"}
@@ -56,22 +56,6 @@ def plan(base: dict, grid: dict[str, Sequence]) -> list[dict]:
     return configs
 
 
-def _settings(settings: dict) -> dict | None:
-    """Settings in canonical form (every field, defaults filled); None if they are not a config."""
-    try:
-        return TrainConfig.from_dict(settings).to_dict()
-    except (SatsimError, TypeError):
-        return None
-
-
-def _read_json(path: Path):
-    """A JSON file of the sweep folder, or a one-line error naming it."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise SatsimError(f"cannot read {path} ({error}); move it away to go on") from None
-
-
 def _plan_difference(held, configs: list[dict]) -> str | None:
     """How the plan held in a sweep folder differs from the new one, in words (None: it is it).
 
@@ -84,10 +68,10 @@ def _plan_difference(held, configs: list[dict]) -> str | None:
     if old_names != [c["name"] for c in configs]:
         return f"it plans runs {', '.join(map(str, old_names))}"
     for old, new in zip(held, configs):
-        before = _settings(old.get("settings", {}))
+        before = canonical_settings(old.get("settings", {}))
         if before is None:
             return f"run {new['name']} has settings this version does not know"
-        after = _settings(new["settings"])
+        after = canonical_settings(new["settings"])
         changed = [key for key in after if before[key] != after[key]]
         if changed:
             key = changed[0]
@@ -103,23 +87,23 @@ def check_plan(configs: list[dict], root: str | Path) -> None:
     """
     root = Path(root)
     if (root / "plan.json").exists():
-        difference = _plan_difference(_read_json(root / "plan.json"), configs)
+        difference = _plan_difference(read_json(root / "plan.json"), configs)
         if difference is not None:
             raise SatsimError(f"{root} holds another sweep ({difference}); "
                               "rerun it with its own options, or choose another --out")
     for planned in configs:
-        wanted = _settings(planned["settings"])
+        wanted = canonical_settings(planned["settings"])
         config = root / "runs" / planned["name"] / "config.json"
-        if config.exists() and _settings(_read_json(config)) != wanted:
+        if config.exists() and canonical_settings(read_json(config)) != wanted:
             raise SatsimError(f"{config.parent} holds a run with other settings than the plan's; "
                               "choose another --out")
         recorded = _recorded(root, planned["name"])
-        if recorded is not None and _settings(_row_settings(recorded)) != wanted:
+        if recorded is not None and canonical_settings(_rowcanonical_settings(recorded)) != wanted:
             raise SatsimError(f"{root / 'results' / planned['name']}.json records a run with "
                               "other settings than the plan's; choose another --out")
 
 
-def _row_settings(row: dict) -> dict:
+def _rowcanonical_settings(row: dict) -> dict:
     """The training settings inside a result row."""
     return {key: row[key] for key in TrainConfig.__dataclass_fields__ if key in row}
 
@@ -130,47 +114,10 @@ def _write_atomic(path: Path, text: str) -> None:
     replace_atomically(lambda tmp: tmp.write_text(text), path)
 
 
-def result_row(name: str, run: Path) -> dict:
-    """The results-table row of a finished run: its settings and its summary."""
-    config = _read_json(run / "config.json")
-    summary = _read_json(run / "summary.json")
-    return {"name": name, **config, "eval": summary["eval"], "theta_norm": summary["norm"],
-            "resumed_from": summary.get("resumed_from"), "elapsed": summary["elapsed"]}
-
-
-def failed_row(planned: dict, error: str) -> dict:
-    """The results-table row of a run that failed: its settings and why."""
-    return {"name": planned["name"], **planned["settings"], "error": error}
-
-
-def run_one(planned: dict, root: str, threads: int = 1) -> dict:
-    """Train one planned run under ``root`` (skip if finished, resume if cut) and return its row.
-
-    A run that fails for its own reasons (a SatsimError: diverging loss, bad setting, a run
-    folder holding other settings) returns a row with ``error`` instead of raising.
-    """
-    from satsim.commands.torch_setup import import_torch
-
-    import_torch(threads)
-    from satsim.training.loop import train
-
-    run = Path(root) / "runs" / planned["name"]
-    try:
-        if not (run / "summary.json").exists():
-            config = TrainConfig.from_dict(planned["settings"])
-            held = run / "config.json"
-            if held.exists() and _settings(_read_json(held)) != config.to_dict():
-                raise SatsimError(f"{run} holds a run with other settings than the plan's")
-            train(config, run, resume=held.exists())
-        return result_row(planned["name"], run)
-    except SatsimError as error:
-        return failed_row(planned, str(error).splitlines()[0])
-
-
 def _recorded(root: Path, name: str) -> dict | None:
     """The row the driver recorded for run ``name``, if any."""
     path = root / "results" / f"{name}.json"
-    return _read_json(path) if path.exists() else None
+    return read_json(path) if path.exists() else None
 
 
 def _local_rows(todo: list[dict], root: Path, jobs: int) -> Iterator[dict]:
@@ -229,7 +176,7 @@ def collect(root: str | Path) -> list[dict]:
     """
     root = Path(root)
     if (root / "plan.json").exists():
-        names = [planned["name"] for planned in _read_json(root / "plan.json")]
+        names = [planned["name"] for planned in read_json(root / "plan.json")]
     elif (root / "runs").is_dir():
         names = sorted(run.name for run in (root / "runs").iterdir())
     else:

@@ -1,0 +1,64 @@
+"""What a model is, read off its spec: architecture, sizes, head kinds and degrees."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from satsim.model.spec import AttentionSpec, ModelSpec
+
+
+def head_kind(attn: AttentionSpec, head: int) -> str:
+    """What a head can do, read off its weights: prefix mean, fixed query, or content."""
+    def zero(array):
+        return array is None or not np.any(array[head])
+
+    if zero(attn.W_K):
+        return "prefix mean (keys constant: every allowed key ties)"
+    if zero(attn.W_Q) and zero(attn.b_Q):
+        return "prefix mean (zero queries: every allowed key ties)"
+    if zero(attn.W_Q):
+        return "fixed query (scores depend on the key only)"
+    return "content (query-key)"
+
+
+def describe(spec: ModelSpec) -> dict:
+    """Architecture, sizes and head kinds of ``spec`` as a JSON-ready dict."""
+    layers = []
+    for block in spec.blocks:
+        row = {}
+        if block.attn is not None:
+            a = block.attn
+            row["attn"] = {"heads": a.n_heads, "d_head": a.d_head, "d_v": a.d_v,
+                           "causal": a.causal,
+                           "biases": [b for b in ("b_Q", "b_K", "b_V", "b_O")
+                                      if getattr(a, b) is not None],
+                           "kinds": [head_kind(a, h) for h in range(a.n_heads)]}
+        if block.mlp is not None:
+            m = block.mlp
+            row["mlp"] = {"d_mlp": m.W_in.shape[1],
+                          "biases": [b for b in ("b_in", "b_out") if getattr(m, b) is not None]}
+        layers.append(row)
+    return {
+        "name": spec.name, "description": spec.description, "vocab": list(spec.vocab),
+        "bos": spec.bos, "eos": spec.eos, "dtype": str(spec.dtype), "d_model": spec.d_model,
+        "n_layers": spec.n_layers, "norm": spec.norm, "residual": spec.residual,
+        "layer_norm_affine": any(ln.affine for b in spec.blocks for ln in (b.ln1, b.ln2) if ln),
+        "positional": spec.positional.kind, "task": spec.output.task,
+        "readout": spec.output.readout, "labels": list(spec.output.labels),
+        "parameters": int(sum(a.size for a in spec.tensors().values())), "layers": layers,
+    }
+
+
+def degree_table(spec: ModelSpec) -> dict:
+    """Every graph node's op and degree, and what the leading-order network drops."""
+    import networkx as nx
+
+    from satsim.saturation import leading_order
+
+    network = leading_order(spec)
+    graph = network.graph
+    nodes = [{"name": name, "op": graph.nodes[name]["op"], "degree": graph.nodes[name]["degree"],
+              "dropped": graph.nodes[name].get("dropped", []),
+              "saturates": graph.nodes[name].get("saturates")}
+             for name in nx.topological_sort(graph) if graph.nodes[name]["op"] != "param"]
+    return {"nodes": nodes, "dropped": network.describe(), "residual_kept": list(network.residual)}

@@ -1,0 +1,107 @@
+"""Options shared by the commands that run a model on a language."""
+
+from __future__ import annotations
+
+import click
+
+from satsim.errors import SatsimError
+from satsim.model.io import load_spec
+from satsim.model.settings import ATTENTION_KINDS
+from satsim.model.spec import TASKS
+
+
+def load_model(lang_name: str | None, model_path: str | None, task: str = "recognition"):
+    """The saved model at ``model_path``, or the language's hand-built construction."""
+    from satsim import constructions
+
+    if model_path is not None:
+        return load_spec(model_path)
+    if lang_name is None:
+        raise SatsimError("give --lang L (its construction) or --model PATH")
+    if lang_name not in constructions.names():
+        raise SatsimError(
+            f"language {lang_name!r} has no built-in construction "
+            f"(built in: {', '.join(constructions.names())}); pass --model PATH"
+        )
+    return constructions.build(lang_name, task=task)
+
+
+def simulator_from_options(lang_name: str, model_path: str | None, task: str, attention: str,
+                           beta: float, atol: float | None, rtol: float | None):
+    """A Simulator for the chosen model and attention settings."""
+    from satsim.engine.simulator import Simulator
+
+    spec = load_model(lang_name, model_path, task)
+    return Simulator(spec, attention, beta=beta, atol=atol, rtol=rtol)
+
+
+def get_language(name: str):
+    """The registered language ``name`` (a one-line error lists the known ones)."""
+    import languages
+
+    return languages.get(name)
+
+
+MAX_COUNT = 2**31 - 1
+"""The largest integer any option takes: more than any run can hold, within every integer type
+the samplers and kernels use (so a huge number is refused by name instead of overflowing)."""
+
+
+class Count(click.IntRange):
+    """An integer from a minimum to MAX_COUNT; help shows the minimum only."""
+
+    def _describe_range(self) -> str:
+        return f"x>={self.min}"
+
+    def convert(self, value, param, ctx):
+        """The integer, with a plain message when it is beyond what satsim takes."""
+        number = click.INT.convert(value, param, ctx)
+        if number > MAX_COUNT:
+            self.fail(f"{number} is more than {MAX_COUNT:,}, the largest number satsim takes",
+                      param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def count(minimum: int = 0) -> click.IntRange:
+    """The type of an integer option: from ``minimum`` to MAX_COUNT."""
+    return Count(min=minimum, max=MAX_COUNT)
+
+
+MODEL_OPTIONS = [
+    click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
+    click.option("--model", "model_path", type=click.Path(dir_okay=False),
+                 help="A saved model spec (.safetensors); default: the language's construction."),
+    click.option("--task", type=click.Choice(TASKS),
+                 default="recognition", show_default=True,
+                 help="Which construction to build (ignored with --model)."),
+    click.option("--attention", type=click.Choice(ATTENTION_KINDS), default="saturated",
+                 show_default=True, help="How every head attends."),
+    click.option("--beta", type=float, default=1.0, show_default=True,
+                 help="Inverse temperature for --attention softmax."),
+    click.option("--atol", type=float, default=None, help="Absolute tie tolerance."),
+    click.option("--rtol", type=float, default=None, help="Relative tie tolerance."),
+]
+
+
+class OutputPath(click.Path):
+    """A file or folder a command writes, checked when the options are parsed, before any work."""
+
+    def __init__(self, folder: bool = False) -> None:
+        super().__init__(dir_okay=folder, file_okay=not folder)
+        self.folder = folder
+        self.name = "folder" if folder else "file"
+
+    def convert(self, value, param, ctx):
+        """Check the path now; a bad one is a one-line SatsimError."""
+        from satsim.output import check_output_file, check_output_folder
+
+        option = param.opts[0] if param is not None and param.opts else "output"
+        check = check_output_folder if self.folder else check_output_file
+        return str(check(value, option))
+
+
+def with_model_options(fn):
+    """Attach the options that choose a language, a model and an attention kind."""
+    for option in reversed(MODEL_OPTIONS):
+        fn = option(fn)
+    return fn

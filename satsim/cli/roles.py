@@ -1,0 +1,44 @@
+"""``satsim roles``: classify every head as local or global on sampled strings."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from satsim.cli.options import count, simulator_from_options, with_model_options
+
+
+@click.command("roles")
+@with_model_options
+@click.option("-n", "n", type=count(), default=100, show_default=True, help="Strings to sample.")
+@click.option("--min-len", type=count(), default=8, show_default=True,
+              help="Shortest sampled string.")
+@click.option("--max-len", type=count(), default=64, show_default=True,
+              help="Longest sampled string.")
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per head.")
+def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len, max_len, seed,
+            as_json) -> None:
+    """Head roles from exact tie sets: local (a few positions) or global (most of the prefix)."""
+    from satsim.analysis.head_roles import head_roles
+    from satsim.analysis.strings import check_test_set_memory, test_set
+    from satsim.cli.options import get_language
+    from satsim.errors import SatsimError
+
+    if n < 1:
+        raise SatsimError(f"need at least one string, got -n {n}")
+    check_test_set_memory([(min_len, max_len)], n)
+    language = get_language(lang_name)
+    simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    strings, _ = test_set(language, n, min_len, max_len, seed)
+    roles = head_roles(simulator, strings)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in roles]))
+        return
+    click.echo(f"{'layer':>5} {'head':>4}  {'role':<8} {'median |S|':>10} {'median |S|/|J|':>15}"
+               "  tie-set sizes")
+    for r in roles:
+        histogram = " ".join(f"{k}:{v}" for k, v in r.size_histogram.items() if v)
+        click.echo(f"{r.layer:>5} {r.head:>4}  {r.role:<8} {r.median_tie_size:>10.1f} "
+                   f"{r.median_fraction:>15.3f}  {histogram}")

@@ -1,0 +1,79 @@
+"""``satsim sample``: datasets of a language as JSON lines or plain text."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from languages.datasets import PRESETS, SAMPLERS, TASKS
+from satsim.cli.options import OutputPath, count
+
+PROGRESS_FROM = 200_000  # show a progress bar (on stderr) from this many symbols on
+
+
+def _plain(row: dict) -> str:
+    """Return a record as one tab-separated line (split first when there are splits)."""
+    if "input" in row:
+        fields = [row["input"], row["output"]]
+    elif "next" in row:
+        fields = [row["string"], " ".join("".join(map(str, hot)) for hot in row["next"])]
+    else:
+        fields = [row["string"], "1" if row["label"] else "0", row["source"]]
+    return "\t".join(([row["split"]] if row["split"] != "sample" else []) + fields)
+
+
+@click.command("sample")
+@click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`).")
+@click.option("-n", "n", type=count(), default=100, show_default=True,
+              help="Records (with --split: the training split; other splits are shares of it).")
+@click.option("--min-len", type=count(), default=0, show_default=True, help="Shortest length.")
+@click.option("--max-len", type=count(), default=40, show_default=True, help="Longest length.")
+@click.option("--split", "preset", type=click.Choice(list(PRESETS)), default=None,
+              help="Split preset (ignores the lengths).")
+@click.option("--task", type=click.Choice(TASKS), default="recognition", show_default=True,
+              help="What each record holds.")
+@click.option("--negatives", default=None,
+              help="mixed (half negatives, all generators; default for recognition), none, "
+                   "boundary (pairs one edit apart) or one generator's label.")
+@click.option("--sampler", type=click.Choice(SAMPLERS), default="uniform", show_default=True,
+              help="uniform (exact), or pcfg: the critical PCFG of older suites (brackets only).")
+@click.option("--max-depth", type=count(), default=None,
+              help="Use the sublanguage of nesting depth <= this (bracket and counter languages).")
+@click.option("--seed", type=count(), default=0, show_default=True,
+              help="Seed: same seed, same bytes.")
+@click.option("--json", "as_json", is_flag=True, help="Write JSON lines (one record per line).")
+@click.option("--out", "out_path", type=OutputPath(), default=None,
+              help="Write to this file instead of standard output.")
+@click.option("--list-negatives", is_flag=True, help="List the language's negative generators.")
+def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, max_depth, seed,
+            as_json, out_path, list_negatives) -> None:
+    """Sample a dataset of a language: uniform positives, oracle-checked labelled negatives."""
+    import languages
+    from languages import datasets
+    from satsim.engine.resources import check_memory, strings_bytes
+
+    language = languages.get(lang_name)
+    if max_depth is not None:
+        language = language.with_max_depth(max_depth)
+    if list_negatives:
+        click.echo("\n".join(language.negative_labels))
+        return
+    splits = datasets.splits_for(preset, min_len, max_len)
+    datasets.check_options(language, task, datasets.negatives_for(task, negatives), sampler)
+    total = sum(split.size(n) for split in splits)
+    longest = max(max(split.max_len for split in splits), 1)
+    check_memory(max(strings_bytes(split.size(n), (split.min_len + split.max_len) / 2)
+                     for split in splits), f"-n {n} with lengths up to {longest}",
+                 "lower -n or --max-len")
+    handle = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
+    try:
+        with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
+                               hidden=total * longest < PROGRESS_FROM) as bar:
+            for row in datasets.build(language, n, preset=preset, min_len=min_len,
+                                      max_len=max_len, task=task, negatives=negatives,
+                                      sampler=sampler, seed=seed, progress=bar.update):
+                handle.write((datasets.dumps(row) if as_json else _plain(row)) + "\n")
+    finally:
+        if out_path:
+            handle.close()

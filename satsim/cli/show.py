@@ -1,0 +1,78 @@
+"""``satsim show``: a model's architecture, sizes and head kinds, and with --degrees its graph."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from satsim.analysis.describe import degree_table, describe
+from satsim.cli.options import load_model
+
+
+def _print_description(info: dict) -> None:
+    about = f" — {info['description']}" if info["description"] else ""
+    click.echo(f"model {info['name']}{about}")
+    click.echo(f"vocab {' '.join(info['vocab'])} · bos {info['bos']} · eos {info['eos']} · "
+               f"{info['dtype']} · {info['parameters']:,} parameters")
+    layers = f"{info['n_layers']} layer{'s' if info['n_layers'] != 1 else ''}"
+    click.echo(f"d_model {info['d_model']} · {layers} · norm {info['norm']}"
+               f"{' (affine)' if info['layer_norm_affine'] else ''} · residual "
+               f"{_residual_text(info['residual'])} · positional {info['positional']}")
+    click.echo(f"output {info['task']} · readout {info['readout']} · labels "
+               f"{' '.join(info['labels'])}")
+    for layer, row in enumerate(info["layers"]):
+        if "attn" in row:
+            a = row["attn"]
+            heads = f"{a['heads']} head{'s' if a['heads'] != 1 else ''}"
+            click.echo(f"layer {layer} attn: {heads} × d_head {a['d_head']}, d_v "
+                       f"{a['d_v']}, {'causal' if a['causal'] else 'bidirectional'}, biases "
+                       f"{', '.join(a['biases']) or 'none'}")
+            for head, kind in enumerate(a["kinds"]):
+                click.echo(f"  head {head}: {kind}")
+        if "mlp" in row:
+            m = row["mlp"]
+            click.echo(f"layer {layer} mlp: d_mlp {m['d_mlp']}, biases "
+                       f"{', '.join(m['biases']) or 'none'}")
+
+
+def _residual_text(residual) -> str:
+    """'on', 'off', or the per-sublayer flags of a limit network, e.g. 'per sublayer 0111'."""
+    if isinstance(residual, bool):
+        return "on" if residual else "off"
+    return "per sublayer " + "".join("1" if keep else "0" for keep in residual)
+
+
+def _print_degrees(table: dict) -> None:
+    click.echo("")
+    click.echo(f"{'node':<40} {'op':<10} {'degree':>6}  notes")
+    for node in table["nodes"]:
+        notes = []
+        if node["dropped"]:
+            notes.append("drops " + ", ".join(node["dropped"]))
+        if node["saturates"] is not None:
+            notes.append("saturates" if node["saturates"] else "stays soft (degree-0 scores)")
+        click.echo(f"{node['name']:<40} {node['op']:<10} {node['degree']:>6}  {'; '.join(notes)}")
+    kept = "".join("1" if k else "0" for k in table["residual_kept"])
+    click.echo(f"leading order: residual kept per sublayer {kept or '-'}")
+
+
+@click.command("show")
+@click.option("--lang", "lang_name", default=None, help="A language with a built-in construction.")
+@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+              help="A saved model spec (.safetensors).")
+@click.option("--degrees", "with_degrees", is_flag=True,
+              help="Also print the degree of homogeneity of every node of the network graph.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(lang_name, model_path, with_degrees, as_json) -> None:
+    """Describe a model: architecture, sizes, head kinds (and node degrees)."""
+    spec = load_model(lang_name, model_path)
+    info = describe(spec)
+    if with_degrees:
+        info["degrees"] = degree_table(spec)
+    if as_json:
+        click.echo(json.dumps(info))
+        return
+    _print_description(info)
+    if with_degrees:
+        _print_degrees(info["degrees"])

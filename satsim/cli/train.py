@@ -1,0 +1,115 @@
+"""``satsim train``: train a soft transformer on a language task, with norm-growth metrics."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import click
+from click.core import ParameterSource
+
+from satsim.cli.options import OutputPath, count, get_language
+from satsim.errors import SatsimError
+from satsim.output import check_output_folder
+from satsim.training.config import (
+    DEFAULTS,
+    DTYPES,
+    NORMS,
+    OPTIMIZERS,
+    POSITIONALS,
+    TRAIN_TASKS,
+    TrainConfig,
+    resumed_config,
+)
+
+
+def _option(name: str, kind, help_text: str, **extra):
+    """A --name option whose default comes from DEFAULTS."""
+    flag = "--" + name.replace("_", "-")
+    return click.option(flag, name, type=kind, default=DEFAULTS[name], show_default=True,
+                        help=help_text, **extra)
+
+
+@click.command("train")
+@_option("lang", str, "Language to train on (satsim languages).")
+@_option("task", click.Choice(TRAIN_TASKS), "Task.")
+@_option("split", str, "Split preset: bhattamishra, deletang, flare or satsim.")
+@_option("steps", count(1), "Optimiser steps.")
+@_option("batch_size", count(1), "Strings per batch.")
+@_option("optimizer", click.Choice(OPTIMIZERS), "Optimiser.")
+@_option("lr", float, "Learning rate.")
+@_option("weight_decay", float, "Weight decay.")
+@_option("momentum", float, "SGD momentum.")
+@_option("layers", count(1), "Blocks.")
+@_option("d_model", count(1), "Residual width.")
+@_option("heads", count(1), "Heads per layer.")
+@_option("d_head", count(1), "Query/key/value width per head.")
+@_option("d_mlp", count(1), "Feed-forward width.")
+@_option("norm", click.Choice(NORMS), "LayerNorm placement.")
+@_option("positional", click.Choice(POSITIONALS), "Positional encoding.")
+@_option("seed", count(0), "Seed of the data, the initialisation and the batches.")
+@_option("train_size", count(1), "Training strings.")
+@_option("checkpoint_every", count(1), "Steps between checkpoints.")
+@_option("log_every", count(1), "Steps between metrics rows.")
+@_option("device", str, "auto, cpu, cuda or cuda:N.")
+@_option("dtype", click.Choice(DTYPES), "Precision of training.")
+@click.option("--out", "out", type=OutputPath(folder=True), default=None,
+              help="Run directory (default runs/LANG-TASK-seedS).")
+@click.option("--resume", is_flag=True,
+              help="Continue the run in --out from its last intact checkpoint, with its saved "
+                   "settings (only --steps may change).")
+@click.option("--threads", type=count(1), default=1, show_default=True,
+              help="torch CPU threads (small models run fastest on one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.pass_context
+def command(context, out, resume, threads, as_json, **settings) -> None:
+    """Train a soft transformer on a language; record norms, projections and saturation."""
+    default = f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}"
+    run = Path(out) if out else check_output_folder(default, "--out")  # --out: checked on parse
+    if resume:
+        if not (run / "config.json").exists():
+            raise SatsimError(f"nothing to resume: {run} holds no run (config.json)")
+        given = {name for name in settings
+                 if context.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+        config = resumed_config(TrainConfig.load(run / "config.json"), settings, given)
+    else:
+        config = TrainConfig.from_dict({**DEFAULTS, **settings})
+        if (run / "config.json").exists():
+            raise SatsimError(f"{run} already holds a run; add --resume or choose another --out")
+    get_language(config.lang)
+    from satsim.torch_setup import import_torch
+
+    import_torch(threads)
+    from satsim.soft.device import resolve_device
+    from satsim.training.loop import train
+
+    resolve_device(config.device)
+    with ExitStack() as stack:
+        first_step, bars = [0], []
+
+        def advance(steps: int) -> None:
+            # The bar opens after the first step, so that its clock (and so its time estimate)
+            # leaves out the set-up, the held-out evaluation at step 0 and any resumed steps.
+            if not bars:
+                bars.append(stack.enter_context(click.progressbar(
+                    length=max(config.steps - first_step[0], 0), label=f"training {config.lang}",
+                    file=sys.stderr)))
+            bars[0].update(steps)
+
+        try:
+            result = train(config, run, resume=resume, progress=advance,
+                           notice=lambda message: click.echo(message, err=True),
+                           on_start=lambda step: first_step.__setitem__(0, step))
+        except KeyboardInterrupt:
+            click.echo(f"interrupted; continue with: satsim train --resume --out {run}", err=True)
+            raise click.exceptions.Abort() from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict()))
+        return
+    click.echo(f"run {run}: {config.steps} steps in {result.elapsed:.1f} s, ‖θ‖ = "
+               f"{result.norm:.3f}")
+    for split, accuracy in result.eval.items():
+        click.echo(f"  {split:<16} string accuracy {accuracy:.4f}")
+    click.echo(f"report: satsim report {run}")

@@ -1,0 +1,187 @@
+"""The compiled forward pass of padded batches, layer by layer.
+
+Same meaning as :func:`satsim.reference.forward.forward`, but batched over strings of
+different lengths (padding is masked out of attention) and fast; it can keep traces.
+:mod:`satsim.engine.program` runs whole strings in one kernel with the same logits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from satsim.engine.attend import attention
+from satsim.engine.kernels.layers import run_affine as affine
+from satsim.engine.kernels.layers import run_layer_norm as layer_norm
+from satsim.model.architecture import Backend, Branch, Step, counting_heads, run
+from satsim.model.encoding import embed, positional_vectors
+from satsim.model.settings import AttentionSettings
+from satsim.model.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec, OutputSpec
+
+
+@dataclass(frozen=True)
+class LayerTrace:
+    """What one attention layer computed for a batch: per-head queries, keys, outputs, ties."""
+
+    queries: np.ndarray  # (B, H, T, d_head)
+    keys: np.ndarray  # (B, H, T, d_head)
+    head_outputs: np.ndarray  # (B, H, T, d_v)
+    tie_size: np.ndarray  # (B, H, T) int64
+    tie_gap: np.ndarray  # (B, H, T) float64
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """Logits of every position, and on request the residual stream and the attention traces."""
+
+    logits: np.ndarray  # (B, T, n_outputs)
+    residuals: list[np.ndarray] | None
+    layers: list[LayerTrace] | None
+
+
+def _bias(vector: np.ndarray | None, size: int, dtype: np.dtype) -> np.ndarray:
+    return np.zeros(size, dtype=dtype) if vector is None else vector
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
+
+
+def apply_layer_norm(x: np.ndarray, ln: LayerNormSpec) -> np.ndarray:
+    """LayerNorm of (B, T, d) through the Numba kernel."""
+    d = x.shape[-1]
+    w = ln.w if ln.affine else np.ones(d, dtype=x.dtype)
+    b = ln.b if ln.affine else np.zeros(d, dtype=x.dtype)
+    return layer_norm(_rows(x), w, b, ln.eps, ln.affine).reshape(x.shape)
+
+
+def apply_feed_forward(x: np.ndarray, mlp: FeedForwardSpec) -> np.ndarray:
+    """ReLU feed-forward of (B, T, d) through the Numba kernels."""
+    d_mlp = mlp.W_in.shape[1]
+    hidden = affine(_rows(x), mlp.W_in, _bias(mlp.b_in, d_mlp, x.dtype), True)
+    out = affine(hidden, mlp.W_out, _bias(mlp.b_out, x.shape[-1], x.dtype), False)
+    return out.reshape(x.shape)
+
+
+def _project(x: np.ndarray, weights: list[np.ndarray], biases: list[np.ndarray | None]
+             ) -> list[np.ndarray]:
+    """Per-head projections of (B, T, d) by [H, d, e] weights → (B, H, T, e) each, in one pass.
+
+    Every output column is summed on its own, so the result does not depend on which
+    projections share the pass over x.
+    """
+    batch, length, _ = x.shape
+    flat, flat_bias, widths = [], [], []
+    for weight, bias in zip(weights, biases):
+        heads, d, e = weight.shape
+        flat.append(weight.transpose(1, 0, 2).reshape(d, heads * e))
+        flat_bias.append(_bias(None if bias is None else bias.reshape(-1), heads * e, x.dtype))
+        widths.append((heads, e))
+    out = affine(_rows(x), np.ascontiguousarray(np.concatenate(flat, axis=1)),
+                 np.concatenate(flat_bias), False)
+    results, start = [], 0
+    for heads, e in widths:
+        part = out[:, start : start + heads * e].reshape(batch, length, heads, e)
+        results.append(np.ascontiguousarray(part.transpose(0, 2, 1, 3)))
+        start += heads * e
+    return results
+
+
+def apply_attention(
+    x: np.ndarray, mask: np.ndarray, attn: AttentionSpec, settings: AttentionSettings
+) -> tuple[np.ndarray, LayerTrace]:
+    """Multi-head self-attention of (B, T, d) with padding ``mask`` (B, T)."""
+    q, k, v = _project(x, [attn.W_Q, attn.W_K, attn.W_V], [attn.b_Q, attn.b_K, attn.b_V])
+    head_mask = mask[:, None, :]
+    result = attention(
+        q, k, v, kind=settings.kind, beta=settings.beta, causal=attn.causal, mask=head_mask,
+        query_mask=head_mask, atol=settings.atol, rtol=settings.rtol,
+        same_scores=counting_heads(attn),
+    )
+    batch, heads, length, d_v = result.output.shape
+    stacked = np.ascontiguousarray(result.output.transpose(0, 2, 1, 3).reshape(-1, heads * d_v))
+    w_out = np.ascontiguousarray(attn.W_O.reshape(heads * d_v, -1))
+    out = affine(stacked, w_out, _bias(attn.b_O, x.shape[-1], x.dtype), False)
+    trace = LayerTrace(q, k, result.output, result.tie_size, result.tie_gap)
+    return out.reshape(x.shape), trace
+
+
+def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Return padded input vectors (B, T, d) and the padding mask (B, T) for token id arrays."""
+    length = max(len(seq) for seq in ids)
+    if spec.positional.depends_on_length:
+        # Position features may depend on the string's length: embed each string alone.
+        x = np.zeros((len(ids), length, spec.d_model), dtype=spec.dtype)
+        mask = np.zeros((len(ids), length), dtype=bool)
+        for row, seq in enumerate(ids):
+            x[row, : len(seq)] = embed(spec, seq)
+            mask[row, : len(seq)] = True
+        return x, mask
+    # Positional rows do not depend on the string's length: one gather, one add for the batch.
+    lengths = np.array([len(seq) for seq in ids])
+    mask = np.arange(length) < lengths[:, None]
+    padded = np.zeros((len(ids), length), dtype=np.int64)
+    padded[mask] = np.concatenate(ids)
+    x = spec.W_E[padded]
+    extra = positional_vectors(spec, int(lengths.max()))
+    if extra is not None:
+        x += extra
+    if not mask.all():
+        x[~mask] = 0
+    return x, mask
+
+
+class BatchBackend(Backend[np.ndarray]):
+    """The walk's operations on padded (B, T, d) batches through the compiled kernels."""
+
+    def __init__(self, mask: np.ndarray, settings: AttentionSettings, first: np.ndarray | None,
+                 norm_inputs: list[np.ndarray] | None) -> None:
+        self.mask = mask
+        self.settings = settings
+        self.residuals = None if first is None else [first]
+        self.layers: list[LayerTrace] | None = None if first is None else []
+        self.norm_inputs = norm_inputs
+
+    def norm(self, x: np.ndarray, ln: LayerNormSpec, name: str) -> np.ndarray:
+        """LayerNorm; its input is kept when asked."""
+        if self.norm_inputs is not None:
+            self.norm_inputs.append(x)
+        return apply_layer_norm(x, ln)
+
+    def attention(self, x: np.ndarray, branch: Branch) -> np.ndarray:
+        """Masked multi-head attention; its trace is kept when asked."""
+        out, layer_trace = apply_attention(x, self.mask, branch.module, self.settings)
+        if self.layers is not None:
+            self.layers.append(layer_trace)
+        return out
+
+    def feed_forward(self, x: np.ndarray, branch: Branch) -> np.ndarray:
+        """The feed-forward sublayer."""
+        return apply_feed_forward(x, branch.module)
+
+    def leave(self, x: np.ndarray, step: Step) -> np.ndarray:
+        """Keep the stream when tracing."""
+        if self.residuals is not None:
+            self.residuals.append(x)
+        return x
+
+    def unembed(self, x: np.ndarray, output: OutputSpec) -> np.ndarray:
+        """Logits of every position, (B, T, n_outputs)."""
+        logits = affine(_rows(x), output.W_U, _bias(output.b_U, len(output.labels), x.dtype),
+                        False)
+        return logits.reshape(x.shape[0], x.shape[1], -1)
+
+
+def forward_batch(
+    spec: ModelSpec, ids: list[np.ndarray], settings: AttentionSettings, trace: bool = False,
+    norm_inputs: list[np.ndarray] | None = None,
+) -> BatchRun:
+    """Run a batch of token id arrays through the compiled kernels.
+
+    ``norm_inputs``, when given, receives the input (B, T, d) of every LayerNorm in order.
+    """
+    x, mask = embed_batch(spec, ids)
+    backend = BatchBackend(mask, settings, x if trace else None, norm_inputs)
+    logits = run(spec, backend, x)
+    return BatchRun(logits, backend.residuals, backend.layers)

@@ -1,0 +1,331 @@
+"""One Numba kernel for a whole model on whole strings: embedding → every block → readout.
+
+:func:`forward_strings` runs a list of strings one after another; each string goes layer by
+layer through buffers sized for that string (a few kilobytes, so they stay in cache), and only
+the readout logits are written out. It calls the very row functions of the layer-by-layer path
+(:func:`satsim.engine.kernels.layers._affine_rows_into`, ``_layer_norm_rows``) and the same per-item
+attention functions and paths as :func:`satsim.engine.kernels.queries.attend` (prefix mean for
+counting heads, the incremental tie set for same-query heads, the exact per-query kernel
+otherwise), so every logit is bit for bit that of the batched path. It releases the GIL: the
+caller runs slices of the strings in threads.
+
+The model comes as a flat parameter array and an integer program, one row per sublayer (see
+``ATTN_*`` / ``MLP_*``); :mod:`satsim.engine.batch` builds both from a :class:`ModelSpec`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from satsim.engine.kernels import classes as _classes_module
+from satsim.engine.kernels import layers as _layers_module
+from satsim.engine.kernels import queries as _queries_module
+from satsim.engine.kernels import stamp_with_callees
+from satsim.engine.kernels.classes import MAX_CLASSES, attend_by_classes, key_classes
+from satsim.engine.kernels.layers import _ROW_BLOCK, _affine_rows_into, _layer_norm_rows
+from satsim.engine.kernels.queries import _QUERY_BLOCK as QUERY_BLOCK
+from satsim.engine.kernels.queries import (
+    _SAME_QUERIES,
+    _SAME_SCORES,
+    MAX_SCORE,
+    SOFTMAX,
+    _attend_same_queries_into,
+    _attend_same_scores,
+    _attend_unit,
+    _item_path,
+)
+
+ATTENTION, FEED_FORWARD = 0, 1
+"""Sublayer kinds (column ``KIND`` of a program row)."""
+
+# Columns of a program row, one row per step of :func:`satsim.model.architecture.steps`.
+# Offsets index the flat parameter array; a norm is (w, b, affine, index of eps in ``reals``),
+# with eps index -1 when the step has no such norm.
+KIND, KEEP = 0, 1
+IN_NORM, OUT_NORM = 2, 6  # the branch's input norm ("pre") and the norm after the sum ("post")
+# attention: heads, d_head, d_v, causal, projection [d, n_cols] and bias, W_O [H*d_v, d], b_O,
+# first row of its heads in ``known``, index of its score scale in ``reals``
+(ATTN_H, ATTN_DH, ATTN_DV, ATTN_CAUSAL, ATTN_PROJ_W, ATTN_PROJ_B, ATTN_COLS, ATTN_W_O, ATTN_B_O,
+ ATTN_KNOWN, ATTN_SCALE) = range(10, 21)
+# feed-forward: d_mlp, W_in [d, d_mlp], b_in, W_out [d_mlp, d], b_out
+MLP_D, MLP_W_IN, MLP_B_IN, MLP_W_OUT, MLP_B_OUT = range(10, 15)
+PROGRAM_WIDTH = 21
+NORM_W, NORM_B, NORM_AFFINE, NORM_EPS = 0, 1, 2, 3
+"""Columns of a norm, from its first column (``IN_NORM``, ``OUT_NORM``, ``FINAL_NORM``)."""
+# ``dims``: d_model, n_outputs, the widest projection, d_head, d_v, H·d_v and d_mlp, readout last,
+# then the final norm (w, b, affine, eps index), then W_U and b_U offsets.
+(D_MODEL, N_OUT, MAX_COLS, MAX_DH, MAX_DV, MAX_STACK, MAX_MLP, READ_LAST) = range(8)
+FINAL_NORM, W_U, B_U = 8, 12, 13
+DIMS_WIDTH = 14
+OK, OVERFLOWED, LONG_GENERAL = 0, 1, 2
+"""``status`` of a string: done; its queries, keys or values are not finite or its scores could
+overflow float64 (the caller reruns it on the checked path, which raises the error); or it has
+a head on the general O(T²) path and more than ``general_limit`` tokens (the caller runs it on
+the layer-by-layer path, whose attention scores by BLAS tiles and splits one string's queries
+among threads)."""
+
+
+@numba.njit(cache=True, fastmath=False)
+def _matrix(params, offset, rows, cols):
+    """The [rows, cols] block of the flat parameter array at ``offset``."""
+    return params[offset : offset + rows * cols].reshape((rows, cols))
+
+
+@numba.njit(cache=True, fastmath=False)
+def _normalize(params, reals, row, x, out, start, stop):
+    """LayerNorm of rows start .. stop - 1 of x into out, with the norm columns ``row``."""
+    d = x.shape[1]
+    w, b = row[NORM_W], row[NORM_B]
+    _layer_norm_rows(x, params[w : w + d], params[b : b + d], reals[row[NORM_EPS]],
+                     row[NORM_AFFINE] != 0, out, start, stop)
+
+
+@numba.njit(cache=True, fastmath=False)
+def _max_abs_qkv(proj, width):
+    """Max |·| of the query, key and value columns (widths width, width, rest), one pass.
+
+    NaN where a column group holds a NaN.
+    """
+    max_q = 0.0
+    max_k = 0.0
+    max_v = 0.0
+    nan_q = False
+    nan_k = False
+    nan_v = False
+    for i in range(proj.shape[0]):
+        for c in range(width):
+            a = abs(np.float64(proj[i, c]))
+            nan_q |= a != a
+            max_q = a if a > max_q else max_q
+        for c in range(width, 2 * width):
+            a = abs(np.float64(proj[i, c]))
+            nan_k |= a != a
+            max_k = a if a > max_k else max_k
+        for c in range(2 * width, proj.shape[1]):
+            a = abs(np.float64(proj[i, c]))
+            nan_v |= a != a
+            max_v = a if a > max_v else max_v
+    return (np.nan if nan_q else max_q), (np.nan if nan_k else max_k), \
+        (np.nan if nan_v else max_v)
+
+
+@numba.njit(cache=True, fastmath=False)
+def _by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
+    """Run one head by key classes if its keys form few enough; return whether it ran."""
+    labels = np.empty(k.shape[0], dtype=np.int64)
+    representatives = np.empty(MAX_CLASSES, dtype=np.int64)
+    n_classes = key_classes(k, key_mask, labels, representatives)
+    if n_classes < 0:
+        return False
+    attend_by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, labels,
+                      representatives, n_classes, out, sizes, gaps)
+    return True
+
+
+@numba.njit(cache=True, fastmath=False)
+def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta, atol, rtol,
+               general_limit, class_min_keys):
+    """Multi-head attention of every position of x (T, d); write rows start .. T - 1 of y.
+
+    Return the string's status: OVERFLOWED when a query, key or value is not finite or scores
+    could overflow float64 (the checks of :func:`satsim.engine.attend.attention`), LONG_GENERAL
+    when a head takes the general path and T > general_limit (nothing written), else OK. Heads
+    of hard kinds on the general path whose keys form classes (T >= class_min_keys) take
+    :func:`satsim.engine.kernels.classes.attend_by_classes`, as the batched path does.
+    """
+    proj_buf, q_buf, k_buf, v_buf, o_buf, stacked_buf, mask, tie_size, tie_gap = work
+    used, xt, acc, scores, heap_scores, heap_positions, line, total, error = scratch
+    T, d = x.shape
+    heads, d_head, d_v, causal = row[ATTN_H], row[ATTN_DH], row[ATTN_DV], row[ATTN_CAUSAL] != 0
+    n_cols = row[ATTN_COLS]
+    proj = proj_buf[: T * n_cols].reshape((T, n_cols))
+    _affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
+                      params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], False, proj, 0, T,
+                      used, xt, acc)
+    max_q, max_k, max_v = _max_abs_qkv(proj, heads * d_head)
+    scale = reals[row[ATTN_SCALE]]
+    bound = abs(scale) * d_head * max_q * max_k
+    if not (max_q < np.inf and max_k < np.inf and max_v < np.inf and bound <= MAX_SCORE):
+        return OVERFLOWED
+    q = q_buf[: T * d_head].reshape((T, d_head))
+    k = k_buf[: T * d_head].reshape((T, d_head))
+    v = v_buf[: T * d_v].reshape((T, d_v))
+    out = o_buf[: T * d_v].reshape((T, d_v))
+    stacked = stacked_buf[: T * heads * d_v].reshape((T, heads * d_v))
+    key_mask = mask[:T]
+    sizes = tie_size[:T]
+    gaps = tie_gap[:T]
+    units = ((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
+    for h in range(heads):
+        q_col = h * d_head
+        k_col = heads * d_head + h * d_head
+        v_col = 2 * heads * d_head + h * d_v
+        path = known[row[ATTN_KNOWN] + h]
+        for i in range(T):
+            if path < 0:  # a counting head never reads its queries and keys
+                for t in range(d_head):
+                    q[i, t] = proj[i, q_col + t]
+                    k[i, t] = proj[i, k_col + t]
+            for t in range(d_v):
+                v[i, t] = proj[i, v_col + t]
+        out[:] = 0
+        if path < 0:
+            path = _item_path(q, k, key_mask, key_mask, causal, kind)
+        # The paths of queries._attend_item, the same-query one with this kernel's scratch.
+        if path == _SAME_SCORES:
+            _attend_same_scores(v, key_mask, key_mask, causal, kind, out, sizes, gaps)
+        elif path == _SAME_QUERIES:
+            _attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
+                                      rtol, scale, out, sizes, gaps, scores[:T], heap_scores[:T],
+                                      heap_positions[:T], line[:T], total[:d_v], error[:d_v])
+        elif kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and _by_classes(
+                q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
+            pass
+        else:
+            if T > general_limit:
+                return LONG_GENERAL
+            for unit in range(units):
+                _attend_unit(q, k, v, key_mask, key_mask, causal, kind, beta, atol, rtol, scale,
+                             unit, out, sizes, gaps)
+        if heads > 1:
+            for i in range(T):
+                for t in range(d_v):
+                    stacked[i, h * d_v + t] = out[i, t]
+    if heads == 1:
+        stacked = out
+    _affine_rows_into(stacked, _matrix(params, row[ATTN_W_O], heads * d_v, d),
+                      params[row[ATTN_B_O] : row[ATTN_B_O] + d], False, y, start, T, used, xt,
+                      acc)
+    return OK
+
+
+@numba.njit(cache=True, fastmath=False)
+def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
+    """ReLU feed-forward of rows start .. T - 1 of x into y."""
+    T, d = x.shape
+    d_mlp = row[MLP_D]
+    used, xt, acc = scratch[0], scratch[1], scratch[2]
+    hidden = hidden_buf[: T * d_mlp].reshape((T, d_mlp))
+    _affine_rows_into(x, _matrix(params, row[MLP_W_IN], d, d_mlp),
+                      params[row[MLP_B_IN] : row[MLP_B_IN] + d_mlp], True, hidden, start, T,
+                      used, xt, acc)
+    _affine_rows_into(hidden, _matrix(params, row[MLP_W_OUT], d_mlp, d),
+                      params[row[MLP_B_OUT] : row[MLP_B_OUT] + d], False, y, start, T, used, xt,
+                      acc)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False)
+def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, params, reals,
+                    program, known, dims, kind, beta, atol, rtol, general_limit, class_min_keys,
+                    out, status):
+    """Run the strings ``order`` (indices into starts/lengths) through the whole model.
+
+    ``ids`` holds every string's token ids back to back, string s at starts[s] with lengths[s]
+    tokens. Positional rows come from ``pos_table`` from row pos_start[s] (no positions: an
+    empty table). Write the logits to ``out``: row s (last-position readout) or rows
+    starts[s] .. starts[s] + lengths[s] - 1 (per position); set status[s] (see ``OK``) for a
+    string left undone. Heads whose keys repeat take the class path from class_min_keys tokens
+    on. Serial; releases the GIL.
+    """
+    d = dims[D_MODEL]
+    n_out = dims[N_OUT]
+    longest = 0
+    for s in order:
+        longest = max(longest, lengths[s])
+    x_buf = np.empty(longest * d, dtype=W_E.dtype)
+    h_buf = np.empty_like(x_buf)
+    y_buf = np.empty_like(x_buf)
+    hidden_buf = np.empty(longest * max(dims[MAX_MLP], 1), dtype=W_E.dtype)
+    work = (np.empty(longest * max(dims[MAX_COLS], 1), dtype=W_E.dtype),
+            np.empty(longest * max(dims[MAX_DH], 1), dtype=W_E.dtype),
+            np.empty(longest * max(dims[MAX_DH], 1), dtype=W_E.dtype),
+            np.empty(longest * max(dims[MAX_DV], 1), dtype=W_E.dtype),
+            np.empty(longest * max(dims[MAX_DV], 1), dtype=W_E.dtype),
+            np.empty(longest * max(dims[MAX_STACK], 1), dtype=W_E.dtype),
+            np.ones(longest, dtype=np.bool_),
+            np.zeros(longest, dtype=np.int64),
+            np.zeros(longest, dtype=np.float64))
+    logits_buf = np.empty(longest * n_out, dtype=W_E.dtype)
+    widest_in = max(d, dims[MAX_STACK], dims[MAX_MLP], 1)
+    widest_out = max(d, dims[MAX_COLS], dims[MAX_MLP], n_out, 1)
+    scratch = (np.empty(widest_in, dtype=np.int64),
+               np.empty((widest_in, _ROW_BLOCK), dtype=np.float64),
+               np.empty((widest_out, _ROW_BLOCK), dtype=np.float64),
+               np.empty(longest), np.empty(longest), np.empty(longest, dtype=np.int64),
+               np.empty(longest, dtype=np.int64), np.empty(max(dims[MAX_DV], 1)),
+               np.empty(max(dims[MAX_DV], 1)))
+    w_u = _matrix(params, dims[W_U], d, n_out)
+    b_u = params[dims[B_U] : dims[B_U] + n_out]
+    read_last = dims[READ_LAST] != 0
+    has_pos = pos_table.shape[0] > 0
+    # After the last attention sublayer only the read-out rows matter.
+    last_attention = -1
+    for index in range(program.shape[0]):
+        if program[index, KIND] == ATTENTION:
+            last_attention = index
+    for s in order:
+        T = lengths[s]
+        first = starts[s]
+        x = x_buf[: T * d].reshape((T, d))
+        h = h_buf[: T * d].reshape((T, d))
+        y = y_buf[: T * d].reshape((T, d))
+        p0 = pos_start[s]
+        for i in range(T):
+            token = ids[first + i]
+            for c in range(d):
+                value = W_E[token, c]
+                if has_pos:
+                    value = value + pos_table[p0 + i, c]
+                x[i, c] = value
+        start = 0
+        state = OK
+        for index in range(program.shape[0]):
+            row = program[index]
+            if index > last_attention and read_last:
+                start = T - 1
+            # y <- branch(norm_in(x)), rows start .. T - 1
+            source = x
+            if row[IN_NORM + NORM_EPS] >= 0:
+                _normalize(params, reals, row[IN_NORM:], x, h, 0 if row[KIND] == ATTENTION
+                           else start, T)
+                source = h
+            if row[KIND] == ATTENTION:
+                attn_start = T - 1 if index == last_attention and read_last else 0
+                state = _attention(params, reals, known, row, source, y, attn_start, work,
+                                   scratch, kind, beta, atol, rtol, general_limit,
+                                   class_min_keys)
+                if state != OK:
+                    break
+                if index == last_attention and read_last:
+                    start = T - 1
+            else:
+                _feed_forward(params, row, source, y, start, hidden_buf, scratch)
+            if row[KEEP] != 0:
+                for i in range(start, T):
+                    for c in range(d):
+                        y[i, c] = x[i, c] + y[i, c]
+            if row[OUT_NORM + NORM_EPS] >= 0:
+                _normalize(params, reals, row[OUT_NORM:], y, x, start, T)
+            else:
+                x, y = y, x
+        if state != OK:
+            status[s] = state
+            continue
+        if dims[FINAL_NORM + NORM_EPS] >= 0:
+            _normalize(params, reals, dims[FINAL_NORM:], x, h, start, T)
+            x, h = h, x
+        logits = logits_buf[: T * n_out].reshape((T, n_out))
+        _affine_rows_into(x, w_u, b_u, False, logits, start, T, scratch[0], scratch[1],
+                          scratch[2])
+        if read_last:
+            for c in range(n_out):
+                out[s, c] = logits[T - 1, c]
+        else:
+            for i in range(T):
+                for c in range(n_out):
+                    out[first + i, c] = logits[i, c]
+    return status
+
+
+stamp_with_callees(forward_strings, (_queries_module, _classes_module, _layers_module))

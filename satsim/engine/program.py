@@ -1,0 +1,222 @@
+"""The fused per-string program: a spec encoded for one kernel call over whole strings.
+
+:func:`fuse` encodes the steps of :func:`satsim.model.architecture.steps` (one program row per
+step, its norms, residual and sublayer) and the parameters into flat arrays;
+:func:`forward_fused` runs strings through :func:`satsim.engine.kernels.fused.forward_strings`
+and returns the logits of :func:`satsim.engine.batch.forward_batch`, bit for bit.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from satsim.engine.attend import KIND_CODES
+from satsim.engine.kernels import classes
+from satsim.engine.kernels import fused as fk
+from satsim.engine.kernels.queries import SAME_SCORES, UNKNOWN
+from satsim.model.architecture import counting_heads, steps
+from satsim.model.encoding import positional_vectors
+from satsim.model.settings import AttentionSettings, tie_tolerance
+from satsim.model.spec import LayerNormSpec, ModelSpec
+from satsim.reference.attention import default_scale
+
+
+def _bias(vector: np.ndarray | None, size: int, dtype: np.dtype) -> np.ndarray:
+    return np.zeros(size, dtype=dtype) if vector is None else vector
+
+
+FUSED_THREAD_TOKENS = 1 << 14
+"""Tokens below which :func:`forward_fused` runs in the calling thread."""
+FUSED_GENERAL_LIMIT = 4096
+"""Strings longer than this with a head on the general O(T²) path are left to the
+layer-by-layer path (hard kinds, or several threads), whose attention scores by BLAS tiles and
+spreads one string over the threads."""
+FUSED_POSITION_ROWS = 1 << 18
+"""Rows of position-feature vectors one fused call may hold: strings of many distinct lengths
+(a test set of 10⁴ lengths up to 10⁴ would need 5·10⁷ rows, 17 GB at d = 44 in float64) run
+in groups of this budget."""
+
+
+@dataclass(frozen=True)
+class FusedModel:
+    """A spec encoded for :func:`satsim.engine.kernels.fused.forward_strings`."""
+
+    spec: ModelSpec
+    W_E: np.ndarray
+    params: np.ndarray
+    reals: np.ndarray
+    program: np.ndarray
+    known: np.ndarray
+    dims: np.ndarray
+
+
+def fuse(spec: ModelSpec) -> FusedModel | None:
+    """Encode ``spec`` for the fused kernel, or None if it needs the layer-by-layer path."""
+    dtype = spec.dtype
+    d = spec.d_model
+    chunks: list[np.ndarray] = []
+    size = 0
+    reals: list[float] = []
+
+    def put(array: np.ndarray | None, length: int | None = None) -> int:
+        nonlocal size
+        array = np.zeros(length, dtype=dtype) if array is None else np.asarray(array, dtype=dtype)
+        offset = size
+        chunks.append(array.reshape(-1))
+        size += array.size
+        return offset
+
+    def put_real(value: float) -> int:
+        reals.append(float(value))
+        return len(reals) - 1
+
+    def put_norm(columns: np.ndarray, ln: LayerNormSpec | None) -> None:
+        if ln is None:
+            columns[:] = (0, 0, 0, -1)
+            return
+        w = ln.w if ln.affine else np.ones(d, dtype=dtype)
+        b = ln.b if ln.affine else np.zeros(d, dtype=dtype)
+        columns[:] = (put(w), put(b), int(ln.affine), put_real(ln.eps))
+
+    rows: list[np.ndarray] = []
+    known: list[int] = []
+    widest = {"cols": 0, "dh": 0, "dv": 0, "stack": 0, "mlp": 0}
+    for step in steps(spec):
+        sub = step.branch.module
+        row = np.zeros(fk.PROGRAM_WIDTH, dtype=np.int64)
+        row[fk.KEEP] = int(step.keep)
+        put_norm(row[fk.IN_NORM : fk.IN_NORM + 4], step.branch.norm)
+        put_norm(row[fk.OUT_NORM : fk.OUT_NORM + 4], step.norm_out)
+        if step.kind == "attn":
+            heads, _, d_head = sub.W_Q.shape
+            d_v = sub.W_V.shape[2]
+            if d_head == 0:
+                return None  # attention refuses empty keys: keep its error
+            flat = [w.transpose(1, 0, 2).reshape(d, -1) for w in (sub.W_Q, sub.W_K, sub.W_V)]
+            biases = [None if b is None else b.reshape(-1) for b in (sub.b_Q, sub.b_K, sub.b_V)]
+            projection = np.concatenate(flat, axis=1)
+            bias = np.concatenate([_bias(b, f.shape[1], dtype) for b, f in zip(biases, flat)])
+            n_cols = projection.shape[1]
+            row[fk.KIND] = fk.ATTENTION
+            row[fk.ATTN_H], row[fk.ATTN_DH], row[fk.ATTN_DV] = heads, d_head, d_v
+            row[fk.ATTN_CAUSAL] = int(sub.causal)
+            row[fk.ATTN_PROJ_W], row[fk.ATTN_PROJ_B] = put(projection), put(bias)
+            row[fk.ATTN_COLS] = n_cols
+            row[fk.ATTN_W_O] = put(sub.W_O.reshape(heads * d_v, d))
+            row[fk.ATTN_B_O] = put(sub.b_O, d)
+            row[fk.ATTN_KNOWN] = len(known)
+            row[fk.ATTN_SCALE] = put_real(default_scale(d_head))
+            known.extend(SAME_SCORES if c else UNKNOWN for c in counting_heads(sub))
+            widest["cols"] = max(widest["cols"], n_cols)
+            widest["dh"] = max(widest["dh"], d_head)
+            widest["dv"] = max(widest["dv"], d_v)
+            widest["stack"] = max(widest["stack"], heads * d_v)
+        else:
+            d_mlp = sub.W_in.shape[1]
+            row[fk.KIND] = fk.FEED_FORWARD
+            row[fk.MLP_D] = d_mlp
+            row[fk.MLP_W_IN], row[fk.MLP_B_IN] = put(sub.W_in), put(sub.b_in, d_mlp)
+            row[fk.MLP_W_OUT], row[fk.MLP_B_OUT] = put(sub.W_out), put(sub.b_out, d)
+            widest["mlp"] = max(widest["mlp"], d_mlp)
+        rows.append(row)
+    out = spec.output
+    dims = np.zeros(fk.DIMS_WIDTH, dtype=np.int64)
+    dims[fk.D_MODEL], dims[fk.N_OUT] = d, len(out.labels)
+    dims[fk.MAX_COLS], dims[fk.MAX_DH], dims[fk.MAX_DV] = widest["cols"], widest["dh"], widest["dv"]
+    dims[fk.MAX_STACK], dims[fk.MAX_MLP] = widest["stack"], widest["mlp"]
+    dims[fk.READ_LAST] = int(out.readout == "last")
+    put_norm(dims[fk.FINAL_NORM : fk.FINAL_NORM + 4], spec.ln_final)
+    dims[fk.W_U], dims[fk.B_U] = put(out.W_U), put(out.b_U, len(out.labels))
+    program = np.stack(rows) if rows else np.zeros((0, fk.PROGRAM_WIDTH), dtype=np.int64)
+    return FusedModel(
+        spec=spec, W_E=np.array(spec.W_E), params=np.concatenate(chunks),
+        reals=np.array(reals + [0.0]), program=program, known=np.array(known + [0], np.int64),
+        dims=dims,
+    )
+
+
+def positional_rows(spec: ModelSpec, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positional table and each string's first row in it, for strings of these lengths.
+
+    Tables that do not depend on the length come once, for the longest string; position
+    features do, so each distinct length gets its own rows.
+    """
+    n = len(lengths)
+    if spec.positional.kind == "none" or n == 0:
+        return np.zeros((0, spec.d_model), dtype=spec.dtype), np.zeros(n, dtype=np.int64)
+    if not spec.positional.depends_on_length:
+        table = np.ascontiguousarray(positional_vectors(spec, int(lengths.max())), spec.dtype)
+        return table, np.zeros(n, dtype=np.int64)
+    distinct, inverse = np.unique(lengths, return_inverse=True)
+    first_rows = np.concatenate([[0], np.cumsum(distinct)[:-1]]).astype(np.int64)
+    table = np.concatenate([positional_vectors(spec, int(length)) for length in distinct])
+    return np.ascontiguousarray(table, spec.dtype), first_rows[inverse]
+
+
+def _position_groups(spec: ModelSpec, lengths: np.ndarray,
+                     order: np.ndarray) -> list[np.ndarray]:
+    """Split the length-sorted ``order`` so each group's position-feature rows fit the budget."""
+    if not spec.positional.depends_on_length:
+        return [order]
+    groups, start, rows, previous = [], 0, 0, -1
+    for index, string in enumerate(order.tolist()):
+        length = int(lengths[string])
+        if length != previous:
+            if rows + length > FUSED_POSITION_ROWS and index > start:
+                groups.append(order[start:index])
+                start, rows = index, 0
+            rows += length
+            previous = length
+    groups.append(order[start:])
+    return groups
+
+
+def forward_fused(
+    model: FusedModel, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+    settings: AttentionSettings, workers: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Logits of strings held back to back in ``ids``, with one fused kernel call per chunk.
+
+    Return (logits, status): logits (n_strings, n_outputs) for a last-position readout, else
+    (len(ids), n_outputs) row by row; status[s] != 0 where string s was left undone (its logits
+    are then undefined): ``fused.OVERFLOWED`` if it failed attention's checks,
+    ``fused.LONG_GENERAL`` if it is longer than :data:`FUSED_GENERAL_LIMIT` and has a head on
+    the general path, with a hard kind or several ``workers``. ``workers`` threads run
+    chunks of strings side by side.
+    """
+    spec = model.spec
+    atol, rtol = tie_tolerance(spec.dtype, settings.atol, settings.rtol)
+    n = len(lengths)
+    rows = n if spec.output.readout == "last" else len(ids)
+    out = np.zeros((rows, len(spec.output.labels)), dtype=spec.dtype)
+    status = np.zeros(n, dtype=np.int64)
+    # Long general heads go layer by layer: hard kinds there take BLAS score tiles, and with
+    # several threads one string's queries are split among them.
+    hard = settings.kind != "softmax"
+    general_limit = FUSED_GENERAL_LIMIT if workers > 1 or hard else np.iinfo(np.int64).max
+    order = np.argsort(-lengths, kind="stable")
+    pos_start = np.zeros(n, dtype=np.int64)
+    for group in _position_groups(spec, lengths, order):
+        pos_table, pos_start[group] = positional_rows(spec, lengths[group])
+        # Round-robin over the length-sorted strings: chunks of about the same number of
+        # tokens. Threads only for work worth more than starting them (about a millisecond).
+        tokens = int(lengths[group].sum())
+        n_chunks = (1 if workers <= 1 or len(group) < 2 or tokens < FUSED_THREAD_TOKENS
+                    else min(len(group), 4 * workers))
+        chunks = [np.ascontiguousarray(group[c::n_chunks]) for c in range(n_chunks)]
+
+        def run(chunk: np.ndarray, table: np.ndarray = pos_table) -> None:
+            fk.forward_strings(ids, starts, lengths, chunk, model.W_E, table, pos_start,
+                               model.params, model.reals, model.program, model.known,
+                               model.dims, KIND_CODES[settings.kind], float(settings.beta),
+                               atol, rtol, general_limit, classes.MIN_KEYS, out, status)
+
+        if n_chunks == 1:
+            run(chunks[0])
+        else:
+            with ThreadPoolExecutor(min(workers, n_chunks)) as pool:
+                list(pool.map(run, chunks))
+    return out, status

@@ -1,0 +1,304 @@
+"""Run a model spec on strings with saturated, unique-hard or softmax attention, fast and exact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from satsim.engine.batch import BatchRun, forward_batch
+from satsim.engine.kernels import announce_compile
+from satsim.engine.kernels import fused as fused_kernels
+from satsim.engine.kernels.layers import serial_kernels
+from satsim.engine.program import FusedModel, forward_fused, fuse
+from satsim.engine.resources import SYMBOL_BYTES, check_memory
+from satsim.errors import SatsimError
+from satsim.model.encoding import _symbol_table, encode, encoder
+from satsim.model.settings import AttentionSettings
+from satsim.model.spec import ModelSpec
+from satsim.reference.attention import tie_sets
+
+
+@dataclass(frozen=True)
+class HeadTrace:
+    """What one layer's heads did on one string: (H, n, ·) arrays."""
+
+    queries: np.ndarray
+    keys: np.ndarray
+    outputs: np.ndarray
+    tie_size: np.ndarray
+    tie_gap: np.ndarray
+    causal: bool
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Every residual and every head of one string's forward pass.
+
+    ``layers`` has one entry per block (None for a block without attention); ``residuals`` has
+    the input and the stream after every sublayer.
+    """
+
+    string: str
+    tokens: tuple[str, ...]
+    residuals: list[np.ndarray]
+    layers: list[HeadTrace | None]
+    logits: np.ndarray
+    settings: AttentionSettings
+
+    def tie_set(self, layer: int, head: int, query: int) -> np.ndarray:
+        """Positions in the tie set of ``query`` at (``layer``, ``head``), recomputed exactly."""
+        trace = self.layers[layer]
+        if trace is None:
+            raise SatsimError(f"block {layer} has no attention")
+        q = trace.queries[head][query : query + 1]
+        keys = trace.keys[head]
+        if trace.causal:
+            keys = keys[: query + 1]
+        mask = tie_sets(q, keys, causal=False, atol=self.settings.atol, rtol=self.settings.rtol)
+        return np.flatnonzero(mask[0])
+
+
+class Simulator:
+    """Run a :class:`ModelSpec` on batches of strings with compiled attention kernels.
+
+    ``attention`` is one of ``saturated`` (mean over the tie set), ``unique-left`` /
+    ``unique-right`` (one end of the tie set) or ``softmax`` (with inverse temperature
+    ``beta``). ``atol``/``rtol`` set the tie tolerance (None: the dtype's default).
+    ``fused`` runs logits through one kernel per chunk of strings (whole model per string,
+    see :mod:`satsim.engine.kernels.fused`) with the same results; False keeps the layer-by-layer
+    batches, which traces always use.
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        attention: str = "saturated",
+        *,
+        beta: float = 1.0,
+        atol: float | None = None,
+        rtol: float | None = None,
+        max_batch_tokens: int = 1 << 17,
+        fused: bool = True,
+    ) -> None:
+        if not isinstance(spec, ModelSpec):
+            raise SatsimError(f"Simulator needs a ModelSpec, got {type(spec).__name__}")
+        try:
+            self.settings = AttentionSettings(attention, float(beta), atol, rtol)
+        except ValueError as error:
+            raise SatsimError(str(error)) from None
+        self.spec = spec
+        self.max_batch_tokens = max_batch_tokens
+        self.fused = fused
+        self._fused_model: FusedModel | None | bool = False  # False: not built yet
+
+    def encode(self, strings: Sequence[str]) -> list[np.ndarray]:
+        """Token ids of each string (BOS/EOS added); a symbol outside the vocab raises."""
+        if isinstance(strings, str):
+            raise SatsimError("pass a list of strings, not a single string")
+        encode_one = encoder(self.spec)
+        ids = [encode_one(s) for s in strings]
+        if any(len(seq) == 0 for seq in ids):
+            raise SatsimError(
+                f"the empty string gives no tokens to model {self.spec.name!r} (it has no BOS/EOS)"
+            )
+        return ids
+
+    def encode_all(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Token ids (int32) of all strings back to back, with each string's start and length.
+
+        The same ids as :meth:`encode`, in one pass over the joined strings; errors are the same.
+        """
+        if isinstance(strings, str):
+            raise SatsimError("pass a list of strings, not a single string")
+        spec = self.spec
+        table = _symbol_table(spec)
+        # BOS and EOS become two code points just past the symbols' table, joined in place.
+        marks = {}
+        if spec.bos is not None:
+            marks["bos"] = (chr(table.size), spec.vocab.index(spec.bos))
+        if spec.eos is not None:
+            marks["eos"] = (chr(table.size + 1), spec.vocab.index(spec.eos))
+        bos, eos = marks.get("bos", ("", -1)), marks.get("eos", ("", -1))
+        try:
+            joined = bos[0] + (eos[0] + bos[0]).join(strings) + eos[0] if len(strings) else ""
+        except TypeError:
+            self.encode(strings)  # raises what encoding one by one raises
+            raise
+        lookup = np.full(max(table.size + 3, 256), -1, dtype=np.int32)
+        lookup[: table.size] = table
+        lookup[table.size], lookup[table.size + 1] = bos[1], eos[1]
+        try:  # one byte per symbol where every code point is below 256
+            codes = np.frombuffer(joined.encode("latin-1"), dtype=np.uint8)
+        except UnicodeEncodeError:
+            codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+            codes = np.minimum(codes, table.size + 2)
+        ids = np.take(lookup, codes)
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings)) + len(marks)
+        bad = (ids.size and ids.min() < 0) or (lengths.size and lengths.min() == 0)
+        for mark, _ in marks.values():  # a mark's code point inside a string is no symbol
+            bad = bad or np.count_nonzero(codes == ord(mark)) != len(strings)
+        if bad:
+            self.encode(strings)  # raises the error naming the string and the symbol
+            raise SatsimError(f"strings do not encode for model {spec.name!r}")  # not reached
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        return ids, starts, lengths
+
+    def token_bytes(self) -> int:
+        """Rough bytes of activations one token in flight holds (residual, heads, MLP, logits)."""
+        spec = self.spec
+        per_layer = sum((3 * b.attn.n_heads * max(b.attn.d_head, b.attn.d_v) if b.attn else 0)
+                        + (b.mlp.W_in.shape[1] if b.mlp else 0) for b in spec.blocks)
+        return 8 * (4 * spec.d_model + per_layer + len(spec.output.labels)) + 16
+
+    def check_memory(self, lengths: np.ndarray) -> None:
+        """Raise a one-line SatsimError when the strings' activations would not fit in memory."""
+        in_flight = np.sort(lengths)[-numba.get_num_threads():].sum() if len(lengths) else 0
+        check_memory(float(in_flight) * self.token_bytes() + SYMBOL_BYTES * lengths.sum(),
+                     f"running strings of up to {lengths.max(initial=0):,} symbols",
+                     "give shorter or fewer strings")
+
+    def _fused(self) -> FusedModel | None:
+        """The spec flattened for the fused kernel (built once), or None where it cannot run."""
+        if self._fused_model is False:
+            self._fused_model = fuse(self.spec) if self.fused else None
+        return self._fused_model
+
+    def _run_fused(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Logits of all strings through the fused kernel, with their starts and lengths.
+
+        A string that fails attention's input checks goes through the checked layer-by-layer
+        path, which raises the error.
+        """
+        ids, starts, lengths = self.encode_all(strings)
+        self.check_memory(lengths)
+        if len(lengths) == 0:
+            return np.zeros((0, len(self.spec.output.labels)), self.spec.dtype), starts, lengths
+        announce_compile(path="fused")
+        logits, status = forward_fused(self._fused(), ids, starts, lengths, self.settings,
+                                       workers=numba.get_num_threads())
+        failed = np.flatnonzero(status == fused_kernels.OVERFLOWED)
+        if failed.size:
+            self._run([strings[i] for i in failed], trace=False)
+            raise SatsimError("attention inputs are not finite or scores could overflow float64")
+        long_general = np.flatnonzero(status == fused_kernels.LONG_GENERAL)
+        if long_general.size:  # long strings with O(T²) heads: attention in parallel
+            readout_last = self.spec.output.readout == "last"
+            runs = self._run([strings[i] for i in long_general], trace=False)
+            for s, (run, row, length) in zip(long_general.tolist(), runs):
+                if readout_last:
+                    logits[s] = run.logits[row, length - 1]
+                else:
+                    logits[starts[s] : starts[s] + length] = run.logits[row, :length]
+        return logits, starts, lengths
+
+    def _batches(self, ids: list[np.ndarray]) -> Iterator[list[int]]:
+        """Group string indices of similar length so that padding stays small."""
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        batch: list[int] = []
+        for index in order:
+            longest = len(ids[index])
+            if batch and longest * (len(batch) + 1) > self.max_batch_tokens:
+                yield batch
+                batch = []
+            batch.append(index)
+        if batch:
+            yield batch
+
+    def _run(self, strings: Sequence[str], trace: bool) -> list[tuple[BatchRun, int, int]]:
+        """Run all strings; return for each string its batch run, row and length."""
+        ids = self.encode(strings)
+        if not ids:
+            return []
+        self.check_memory(np.array([len(i) for i in ids]))
+        announce_compile(path="layers")
+        placed: list[tuple[BatchRun, int, int]] = [None] * len(ids)  # type: ignore[list-item]
+        batches = list(self._batches(ids))
+
+        def run_batch(batch: list[int]) -> BatchRun:
+            return forward_batch(self.spec, [ids[i] for i in batch], self.settings, trace)
+
+        def run_serial(batch: list[int]) -> BatchRun:
+            with serial_kernels():
+                return run_batch(batch)
+
+        workers = min(numba.get_num_threads(), len(batches))
+        if workers > 1:
+            # Several batches side by side, each with serial kernels that release the GIL: one
+            # parallel region per kernel call costs milliseconds when the machine is shared.
+            with ThreadPoolExecutor(workers) as pool:
+                runs = list(pool.map(run_serial, batches))
+        else:
+            runs = [run_batch(batch) for batch in batches]
+        for batch, run in zip(batches, runs):
+            for row, index in enumerate(batch):
+                placed[index] = (run, row, len(ids[index]))
+        return placed
+
+    def logits(self, strings: Sequence[str]) -> list[np.ndarray]:
+        """Logits per string: (n_outputs,) for a last-position readout, else (n, n_outputs)."""
+        readout_last = self.spec.output.readout == "last"
+        if self._fused() is not None:
+            logits, starts, lengths = self._run_fused(strings)
+            if readout_last:
+                return list(logits)
+            return [logits[a : a + n] for a, n in zip(starts.tolist(), lengths.tolist())]
+        out = []
+        for run, row, length in self._run(strings, trace=False):
+            per_position = run.logits[row, :length]
+            out.append(per_position[-1] if readout_last else per_position)
+        return out
+
+    def accepts(self, strings: Sequence[str]) -> np.ndarray:
+        """Whether a recogniser accepts each string (its logit is > 0), as a bool array."""
+        if self.spec.output.task != "recognition":
+            raise SatsimError(f"model {self.spec.name!r} is not a recogniser")
+        if self._fused() is not None:
+            return self._run_fused(strings)[0][:, 0] > 0
+        return np.array([logit[0] > 0 for logit in self.logits(strings)], dtype=bool)
+
+    def next_symbols(self, strings: Sequence[str]) -> list[list[frozenset[str]]]:
+        """For a next-symbol model: the predicted set after each prefix s[:0] … s[:len(s)]."""
+        if self.spec.output.task != "next-symbol":
+            raise SatsimError(f"model {self.spec.name!r} is not a next-symbol model")
+        labels = np.array(self.spec.output.labels, dtype=object)
+        return [next_symbol_sets(labels, logits, string)
+                for string, logits in zip(strings, self.logits(strings))]
+
+    def trace(self, string: str) -> Trace:
+        """Run one string and keep every residual, every head's queries, keys, outputs and ties."""
+        return self.traces([string])[0]
+
+    def traces(self, strings: Sequence[str]) -> list[Trace]:
+        """Run strings and keep, for each, every residual and every head's work."""
+        out = []
+        for string, (run, row, length) in zip(strings, self._run(strings, trace=True)):
+            tokens = tuple(self.spec.vocab[i] for i in encode(self.spec, string))
+            computed = iter(run.layers)
+            layers: list[HeadTrace | None] = []
+            for block in self.spec.blocks:
+                if block.attn is None:
+                    layers.append(None)
+                    continue
+                layer = next(computed)
+                layers.append(HeadTrace(
+                    queries=layer.queries[row, :, :length],
+                    keys=layer.keys[row, :, :length],
+                    outputs=layer.head_outputs[row, :, :length],
+                    tie_size=layer.tie_size[row, :, :length],
+                    tie_gap=layer.tie_gap[row, :, :length],
+                    causal=block.attn.causal,
+                ))
+            residuals = [r[row, :length] for r in run.residuals]
+            logits = run.logits[row, :length]
+            out.append(Trace(string, tokens, residuals, layers, logits, self.settings))
+        return out
+
+
+def next_symbol_sets(labels: np.ndarray, logits: np.ndarray, string: str) -> list[frozenset[str]]:
+    """The predicted set after each prefix of ``string``: the labels whose logit is > 0."""
+    return [frozenset(labels[row > 0]) for row in logits[: len(string) + 1]]

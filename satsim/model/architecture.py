@@ -1,0 +1,216 @@
+"""The transformer's structure, stated once: a walk over steps that backends execute.
+
+A model is its embedding (tokens plus a positional term), then a list of residual steps, then an
+optional final norm and the unembedding. Each step reads the stream ``x`` and writes
+
+    y = branch(norm_in(x))          the sublayer, with its norm when the placement is "pre"
+    y = x + y                       when the step keeps the residual
+    y = norm_out(y)                 when the placement is "post"
+
+:func:`steps` derives that list from a spec (the norm placement and residual rule live there
+and nowhere else) and :func:`run` walks it over a :class:`Backend`, which supplies the
+operations on its own kind of value: NumPy arrays (the reference), padded batches through the
+compiled kernels (the engine), torch tensors (the soft twin), power series in c (the exact limit)
+or graph nodes (the degree graph). The fused per-string program is an encoding of the same
+:func:`steps`. :func:`position_term` is the one dispatch over positional kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from satsim.model.positions import position_features, sinusoidal_table
+from satsim.model.spec import (
+    AttentionSpec,
+    FeedForwardSpec,
+    LayerNormSpec,
+    ModelSpec,
+    OutputSpec,
+    PositionalSpec,
+)
+
+X = TypeVar("X")
+
+EMBEDDING_STREAM = "hook_resid_embed"
+"""The name of the stream after the embedding when the model has no blocks."""
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A sublayer on a step: attention or feed-forward, with the norm of its input (pre-norm)."""
+
+    layer: int
+    kind: str  # "attn" or "mlp"
+    module: AttentionSpec | FeedForwardSpec
+    norm: LayerNormSpec | None  # applied to the branch's input ("pre" placement)
+    norm_name: str  # blocks.{layer}.ln1 / ln2: where its norm's hooks and weights live
+
+    @property
+    def name(self) -> str:
+        """The module's tensor prefix, ``blocks.{layer}.attn`` or ``blocks.{layer}.mlp``."""
+        return f"blocks.{self.layer}.{self.kind}"
+
+    @property
+    def out_name(self) -> str:
+        """The hook of the branch's output, ``blocks.{layer}.hook_attn_out`` / ``hook_mlp_out``."""
+        return f"blocks.{self.layer}.hook_{self.kind}_out"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One residual update of the stream: its branch, residual, and norm after the sum."""
+
+    branch: Branch
+    keep: bool  # the stream is added back (the skip connection)
+    norm_out: LayerNormSpec | None  # applied after the sum ("post" placement)
+    in_name: str  # the stream this step reads, blocks.{layer}.hook_resid_pre / _mid
+    out_name: str  # the stream it writes, blocks.{layer}.hook_resid_mid / _post
+
+    @property
+    def layer(self) -> int:
+        """The block this step belongs to."""
+        return self.branch.layer
+
+    @property
+    def kind(self) -> str:
+        """The branch's kind, "attn" or "mlp"."""
+        return self.branch.kind
+
+    @property
+    def starts_block(self) -> bool:
+        """Whether this is the first step of its block (it reads ``hook_resid_pre``)."""
+        return self.in_name.endswith("hook_resid_pre")
+
+
+def steps(spec: ModelSpec) -> tuple[Step, ...]:
+    """The residual steps of ``spec`` in order: the norm placement and residual rule, once."""
+    found = []
+    for layer, block in enumerate(spec.blocks):
+        stage = "pre"
+        for kind, norm_name in (("attn", "ln1"), ("mlp", "ln2")):
+            module = getattr(block, kind)
+            if module is None:
+                continue
+            ln = getattr(block, norm_name)
+            last = kind == "mlp" or block.mlp is None
+            branch = Branch(layer, kind, module, ln if spec.norm == "pre" else None,
+                            f"blocks.{layer}.{norm_name}")
+            found.append(Step(
+                branch, spec.keeps_residual(layer, kind), ln if spec.norm == "post" else None,
+                f"blocks.{layer}.hook_resid_{stage}",
+                f"blocks.{layer}.hook_resid_{'post' if last else 'mid'}"))
+            stage = "mid"
+    return tuple(found)
+
+
+def embedding_stream(spec: ModelSpec) -> str:
+    """The name of the stream the embedding writes."""
+    return "blocks.0.hook_resid_pre" if spec.blocks else EMBEDDING_STREAM
+
+
+def stream_names(spec: ModelSpec) -> list[str]:
+    """The stream after the embedding and after every step, by hook name."""
+    return [embedding_stream(spec), *(step.out_name for step in steps(spec))]
+
+
+def position_term(pos: PositionalSpec, n: int, d_model: int,
+                  rows: Callable[[str, int], X],
+                  product: Callable[[np.ndarray, str], X],
+                  constant: Callable[[np.ndarray], X]) -> X | None:
+    """The positional term of ``n`` positions in a backend's values, or None without positions.
+
+    ``rows(name, n)`` takes the first n rows of a parameter (learned positions),
+    ``product(features, name)`` multiplies constant features by a parameter, and
+    ``constant(table)`` lifts a parameter-free table (sinusoids).
+    """
+    if pos.kind == "none":
+        return None
+    if pos.kind == "learned":
+        return rows("pos_embed.W_pos", n)
+    if pos.kind == "features":
+        return product(position_features(pos.features, n), "pos_embed.W_feat")
+    return constant(sinusoidal_table(n, d_model))
+
+
+class Backend(Generic[X]):
+    """The operations a walk of the model needs, on one kind of value.
+
+    Subclasses supply ``norm``, ``attention``, ``feed_forward`` and ``unembed``; ``add`` and the
+    stream hooks have defaults.
+    """
+
+    def norm(self, x: X, ln: LayerNormSpec, name: str) -> X:
+        """Normalise ``x`` with ``ln``; ``name`` is the norm's prefix (``blocks.0.ln1``)."""
+        raise NotImplementedError
+
+    def attention(self, x: X, branch: Branch) -> X:
+        """The attention sublayer's output for input ``x``."""
+        raise NotImplementedError
+
+    def feed_forward(self, x: X, branch: Branch) -> X:
+        """The feed-forward sublayer's output for input ``x``."""
+        raise NotImplementedError
+
+    def add(self, x: X, y: X, step: Step) -> X:
+        """The residual sum of a step's input and its branch's output."""
+        return x + y
+
+    def enter(self, x: X, step: Step) -> X:
+        """Called with the stream a step reads, before it runs."""
+        return x
+
+    def leave(self, x: X, step: Step) -> X:
+        """Called with the stream a step wrote."""
+        return x
+
+    def unembed(self, x: X, output: OutputSpec) -> X:
+        """The logits read from the final stream."""
+        raise NotImplementedError
+
+
+def run_step(backend: Backend[X], step: Step, x: X) -> X:
+    """One residual step through ``backend``."""
+    branch = step.branch
+    h = x if branch.norm is None else backend.norm(x, branch.norm, branch.norm_name)
+    y = backend.attention(h, branch) if branch.kind == "attn" else backend.feed_forward(h, branch)
+    if step.keep:
+        y = backend.add(x, y, step)
+    return y if step.norm_out is None else backend.norm(y, step.norm_out, branch.norm_name)
+
+
+def run_blocks(spec: ModelSpec, backend: Backend[X], x: X) -> X:
+    """Every step of ``spec`` on the embedded stream ``x``, then the final norm."""
+    for step in steps(spec):
+        x = backend.leave(run_step(backend, step, backend.enter(x, step)), step)
+    if spec.ln_final is not None:
+        x = backend.norm(x, spec.ln_final, "ln_final")
+    return x
+
+
+def run(spec: ModelSpec, backend: Backend[X], x: X) -> X:
+    """The logits of the embedded stream ``x``: every step, the final norm, the unembedding."""
+    return backend.unembed(run_blocks(spec, backend, x), spec.output)
+
+
+def counting_heads(attn: AttentionSpec) -> np.ndarray:
+    """Heads whose scores are constant for every query by construction, from the weights, (H,).
+
+    A zero key map makes every key the row b_K; a zero query map and bias make every query zero.
+    Either way every allowed key ties, and the head is a (prefix) mean of its values.
+    """
+    constant_keys = ~attn.W_K.reshape(attn.W_K.shape[0], -1).any(axis=1)
+    zero_queries = ~attn.W_Q.reshape(attn.W_Q.shape[0], -1).any(axis=1)
+    if attn.b_Q is not None:
+        zero_queries &= ~attn.b_Q.reshape(attn.b_Q.shape[0], -1).any(axis=1)
+    return constant_keys | zero_queries
+
+
+def branch_tensors(branch: Branch) -> dict[str, Any]:
+    """The branch's tensors by their short names (``W_Q``, ``b_in``, …); absent biases are None."""
+    fields = (("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O") if branch.kind == "attn"
+              else ("W_in", "W_out", "b_in", "b_out"))
+    return {name: getattr(branch.module, name) for name in fields}

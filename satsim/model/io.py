@@ -1,0 +1,198 @@
+"""Save and load model specs as safetensors, with the configuration as JSON metadata (no pickle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from satsim.errors import SatsimError, WeightsFileError
+from satsim.model.spec import (
+    AttentionSpec,
+    BlockSpec,
+    FeedForwardSpec,
+    LayerNormSpec,
+    ModelSpec,
+    OutputSpec,
+    PositionalSpec,
+)
+
+FORMAT = "satsim-spec"
+VERSION = 1
+METADATA_KEY = "satsim"
+
+
+def _norm_config(ln: LayerNormSpec | None) -> dict[str, Any] | None:
+    return None if ln is None else {"eps": ln.eps, "affine": ln.affine}
+
+
+def spec_config(spec: ModelSpec) -> dict[str, Any]:
+    """Everything about ``spec`` that is not a tensor, as a JSON-ready dict."""
+    blocks = [
+        {
+            "attn": None if b.attn is None else {"causal": b.attn.causal},
+            "mlp": b.mlp is not None,
+            "ln1": _norm_config(b.ln1),
+            "ln2": _norm_config(b.ln2),
+        }
+        for b in spec.blocks
+    ]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "name": spec.name,
+        "description": spec.description,
+        "dim_names": list(spec.dim_names),
+        "vocab": list(spec.vocab),
+        "bos": spec.bos,
+        "eos": spec.eos,
+        "norm": spec.norm,
+        "residual": spec.residual if isinstance(spec.residual, bool) else list(spec.residual),
+        "positional": {"kind": spec.positional.kind, "features": list(spec.positional.features)},
+        "blocks": blocks,
+        "ln_final": _norm_config(spec.ln_final),
+        "output": {
+            "labels": list(spec.output.labels),
+            "task": spec.output.task,
+            "readout": spec.output.readout,
+        },
+        "dtype": str(spec.dtype),
+        "tensors": {name: list(a.shape) for name, a in spec.tensors().items()},
+    }
+
+
+def save_spec(spec: ModelSpec, path: str | Path) -> None:
+    """Write ``spec`` to ``path`` as safetensors with its configuration in the metadata.
+
+    The bytes are written by Python, so the file's mode follows the umask (safetensors' own
+    ``save_file`` creates every file with mode 0600).
+    """
+    from safetensors.numpy import save
+
+    tensors = {name: np.ascontiguousarray(a) for name, a in spec.tensors().items()}
+    metadata = {METADATA_KEY: json.dumps(spec_config(spec))}
+    Path(path).write_bytes(save(tensors, metadata=metadata))
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read the configuration and tensors, turning every low-level failure into one message."""
+    from safetensors import safe_open
+
+    if not path.is_file():
+        raise WeightsFileError(f"no such weights file: {path}")
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            metadata = handle.metadata() or {}
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+    except Exception as error:  # safetensors raises several unrelated types on corrupt input
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise WeightsFileError(f"{path} is not a readable safetensors file ({reason})") from None
+    if METADATA_KEY not in metadata:
+        raise WeightsFileError(f"{path} has no satsim configuration in its metadata")
+    try:
+        config = json.loads(metadata[METADATA_KEY])
+    except json.JSONDecodeError as error:
+        raise WeightsFileError(f"{path} has a corrupt satsim configuration ({error})") from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise WeightsFileError(f"{path} does not hold a {FORMAT} configuration")
+    if config.get("version") != VERSION:
+        raise WeightsFileError(f"{path} has format version {config.get('version')}; "
+                               f"this satsim reads version {VERSION}")
+    return config, tensors
+
+
+def _check_tensor_list(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
+    """Raise unless the file holds exactly the tensors, with the shapes, its configuration lists."""
+    expected = {name: tuple(shape) for name, shape in config["tensors"].items()}
+    missing = sorted(set(expected) - set(tensors))
+    extra = sorted(set(tensors) - set(expected))
+    if missing:
+        raise WeightsFileError(f"weights file is missing tensor {missing[0]}")
+    if extra:
+        raise WeightsFileError(f"weights file has unexpected tensor {extra[0]}")
+    for name, shape in expected.items():
+        if tensors[name].shape != shape:
+            raise WeightsFileError(
+                f"tensor {name} has shape {tensors[name].shape} but the configuration says {shape}"
+            )
+        if tensors[name].dtype not in (np.float32, np.float64):
+            raise WeightsFileError(f"tensor {name} has dtype {tensors[name].dtype}; "
+                                   "expected float32 or float64")
+        if not np.all(np.isfinite(tensors[name])):
+            raise WeightsFileError(f"tensor {name} contains NaN or infinite values")
+
+
+def _layer_norm(cfg: dict[str, Any] | None, tensors: dict[str, np.ndarray], prefix: str):
+    if cfg is None:
+        return None
+    if cfg["affine"]:
+        return LayerNormSpec(w=tensors[f"{prefix}.w"], b=tensors[f"{prefix}.b"], eps=cfg["eps"])
+    return LayerNormSpec(eps=cfg["eps"])
+
+
+def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> ModelSpec:
+    """Build a ModelSpec from a configuration dict and named tensors."""
+    _check_tensor_list(config, tensors)
+    blocks = []
+    for layer, cfg in enumerate(config["blocks"]):
+        prefix = f"blocks.{layer}"
+        attn = None
+        if cfg["attn"] is not None:
+            names = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
+            parts = {n: tensors.get(f"{prefix}.attn.{n}") for n in names}
+            attn = AttentionSpec(**parts, causal=bool(cfg["attn"]["causal"]))
+        mlp = None
+        if cfg["mlp"]:
+            names = ("W_in", "W_out", "b_in", "b_out")
+            mlp = FeedForwardSpec(**{n: tensors.get(f"{prefix}.mlp.{n}") for n in names})
+        blocks.append(BlockSpec(
+            attn=attn,
+            mlp=mlp,
+            ln1=_layer_norm(cfg["ln1"], tensors, f"{prefix}.ln1"),
+            ln2=_layer_norm(cfg["ln2"], tensors, f"{prefix}.ln2"),
+        ))
+    positional = PositionalSpec(
+        kind=config["positional"]["kind"],
+        W_pos=tensors.get("pos_embed.W_pos"),
+        features=tuple(config["positional"]["features"]),
+        W_feat=tensors.get("pos_embed.W_feat"),
+    )
+    output = OutputSpec(
+        W_U=tensors["unembed.W_U"],
+        b_U=tensors.get("unembed.b_U"),
+        labels=tuple(config["output"]["labels"]),
+        task=config["output"]["task"],
+        readout=config["output"]["readout"],
+    )
+    return ModelSpec(
+        vocab=tuple(config["vocab"]),
+        W_E=tensors["embed.W_E"],
+        blocks=tuple(blocks),
+        output=output,
+        positional=positional,
+        norm=config["norm"],
+        residual=(tuple(config["residual"]) if isinstance(config["residual"], list)
+                  else bool(config["residual"])),
+        ln_final=_layer_norm(config["ln_final"], tensors, "ln_final"),
+        bos=config["bos"],
+        eos=config["eos"],
+        name=config["name"],
+        description=config.get("description", ""),
+        dim_names=tuple(config.get("dim_names", ())),
+    )
+
+
+def load_spec(path: str | Path) -> ModelSpec:
+    """Read a spec saved by :func:`save_spec`; any problem becomes a one-line WeightsFileError."""
+    path = Path(path)
+    config, tensors = _read_file(path)
+    try:
+        return spec_from_parts(config, tensors)
+    except WeightsFileError:
+        raise
+    except SatsimError as error:
+        raise WeightsFileError(f"{path}: {error}") from None
+    except (KeyError, TypeError, AttributeError) as error:
+        raise WeightsFileError(f"{path} has a malformed satsim configuration ({error!r})") from None

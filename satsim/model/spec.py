@@ -1,0 +1,399 @@
+"""A model as a frozen, validated description: every tensor named, shaped and finite.
+
+Tensor names follow TransformerLens (``embed.W_E``, ``blocks.{l}.attn.W_Q`` shaped
+[n_heads, d_model, d_head], ...), so a spec's tensors read like the models researchers
+already inspect. Validation happens at construction and names the offending tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+from satsim.errors import SpecError
+from satsim.model.positions import FEATURES, POSITION_KINDS
+
+NORM_PLACEMENTS = ("none", "pre", "post")
+TASKS = ("recognition", "next-symbol")
+READOUTS = ("last", "per-position")
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+Array = np.ndarray
+
+
+def _frozen_array(name: str, value: Any) -> Array:
+    """Return ``value`` as a read-only float array, or raise SpecError naming ``name``."""
+    array = np.array(value, copy=True)
+    if array.dtype not in FLOAT_DTYPES:
+        raise SpecError(f"{name} has dtype {array.dtype}; expected float32 or float64")
+    if not np.all(np.isfinite(array)):
+        raise SpecError(f"{name} contains NaN or infinite values")
+    array.flags.writeable = False
+    return array
+
+
+def _check_shape(name: str, array: Array | None, expected: tuple[int, ...]) -> None:
+    """Raise SpecError unless ``array`` (when present) has shape ``expected``."""
+    if array is not None and array.shape != expected:
+        raise SpecError(f"{name} has shape {array.shape}; expected {expected}")
+
+
+def _freeze_fields(obj: Any, prefix: str) -> None:
+    """Replace every array-valued field of a frozen dataclass by a validated read-only copy."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if f.metadata.get("tensor") and value is not None:
+            object.__setattr__(obj, f.name, _frozen_array(f"{prefix}{f.name}", value))
+
+
+def tensor(optional: bool = False) -> Any:
+    """Declare a dataclass field that holds a tensor (validated and frozen on construction)."""
+    if optional:
+        return field(default=None, metadata={"tensor": True})
+    return field(metadata={"tensor": True})
+
+
+@dataclass(frozen=True)
+class LayerNormSpec:
+    """LayerNorm over the model dimension; ``w``/``b`` (γ, β) both present or both absent."""
+
+    w: Array | None = tensor(optional=True)
+    b: Array | None = tensor(optional=True)
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "ln.")
+        if (self.w is None) != (self.b is None):
+            raise SpecError("LayerNorm needs both w (gamma) and b (beta), or neither")
+        if not (np.isfinite(self.eps) and self.eps > 0):
+            raise SpecError(f"LayerNorm eps must be positive and finite, got {self.eps}")
+
+    @property
+    def affine(self) -> bool:
+        """Whether the LayerNorm has a learned scale and shift."""
+        return self.w is not None
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """Multi-head self-attention: W_Q, W_K [H, d, d_head], W_V [H, d, d_v], W_O [H, d_v, d]."""
+
+    W_Q: Array = tensor()
+    W_K: Array = tensor()
+    W_V: Array = tensor()
+    W_O: Array = tensor()
+    b_Q: Array | None = tensor(optional=True)
+    b_K: Array | None = tensor(optional=True)
+    b_V: Array | None = tensor(optional=True)
+    b_O: Array | None = tensor(optional=True)
+    causal: bool = True
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "attn.")
+        if self.W_Q.ndim != 3:
+            raise SpecError(f"attn.W_Q must be [n_heads, d_model, d_head], got {self.W_Q.shape}")
+        n_heads, d_model, d_head = self.W_Q.shape
+        d_v = self.W_V.shape[2] if self.W_V.ndim == 3 else -1
+        _check_shape("attn.W_K", self.W_K, (n_heads, d_model, d_head))
+        _check_shape("attn.W_V", self.W_V, (n_heads, d_model, d_v))
+        _check_shape("attn.W_O", self.W_O, (n_heads, d_v, d_model))
+        _check_shape("attn.b_Q", self.b_Q, (n_heads, d_head))
+        _check_shape("attn.b_K", self.b_K, (n_heads, d_head))
+        _check_shape("attn.b_V", self.b_V, (n_heads, d_v))
+        _check_shape("attn.b_O", self.b_O, (d_model,))
+
+    @property
+    def n_heads(self) -> int:
+        """Number of heads."""
+        return self.W_Q.shape[0]
+
+    @property
+    def d_head(self) -> int:
+        """Query/key dimension per head."""
+        return self.W_Q.shape[2]
+
+    @property
+    def d_v(self) -> int:
+        """Value dimension per head."""
+        return self.W_V.shape[2]
+
+
+@dataclass(frozen=True)
+class FeedForwardSpec:
+    """Position-wise ReLU feed-forward: relu(x W_in + b_in) W_out + b_out."""
+
+    W_in: Array = tensor()
+    W_out: Array = tensor()
+    b_in: Array | None = tensor(optional=True)
+    b_out: Array | None = tensor(optional=True)
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "mlp.")
+        if self.W_in.ndim != 2:
+            raise SpecError(f"mlp.W_in must be [d_model, d_mlp], got {self.W_in.shape}")
+        d_model, d_mlp = self.W_in.shape
+        _check_shape("mlp.W_out", self.W_out, (d_mlp, d_model))
+        _check_shape("mlp.b_in", self.b_in, (d_mlp,))
+        _check_shape("mlp.b_out", self.b_out, (d_model,))
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """One layer: an attention sublayer, a feed-forward sublayer, and their LayerNorms."""
+
+    attn: AttentionSpec | None = None
+    mlp: FeedForwardSpec | None = None
+    ln1: LayerNormSpec | None = None
+    ln2: LayerNormSpec | None = None
+
+
+@dataclass(frozen=True)
+class PositionalSpec:
+    """Positional information added to the token embedding."""
+
+    kind: str = "none"
+    W_pos: Array | None = tensor(optional=True)
+    features: tuple[str, ...] = ()
+    W_feat: Array | None = tensor(optional=True)
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "pos_embed.")
+        object.__setattr__(self, "features", tuple(self.features))
+        if self.kind not in POSITION_KINDS:
+            raise SpecError(f"unknown positional kind {self.kind!r}; known: {POSITION_KINDS}")
+        if (self.kind == "learned") != (self.W_pos is not None):
+            raise SpecError("a learned positional table W_pos goes with kind 'learned' only")
+        if (self.kind == "features") != (self.W_feat is not None):
+            raise SpecError("a feature projection W_feat goes with kind 'features' only")
+        unknown = [name for name in self.features if name not in FEATURES]
+        if unknown:
+            raise SpecError(f"unknown positional features {unknown}; known: {list(FEATURES)}")
+        if self.W_feat is not None and self.W_feat.shape[0] != len(self.features):
+            raise SpecError(
+                f"pos_embed.W_feat has {self.W_feat.shape[0]} rows "
+                f"for {len(self.features)} features"
+            )
+
+    @property
+    def depends_on_length(self) -> bool:
+        """Whether position i's vector depends on the string's length n (features of (i, n))."""
+        return self.kind == "features"
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """The unembedding and how it is read: one 'accept' logit, or one logit per next symbol."""
+
+    W_U: Array = tensor()
+    b_U: Array | None = tensor(optional=True)
+    labels: tuple[str, ...] = ("accept",)
+    task: str = "recognition"
+    readout: str = "last"
+
+    def __post_init__(self) -> None:
+        _freeze_fields(self, "unembed.")
+        object.__setattr__(self, "labels", tuple(self.labels))
+        if self.task not in TASKS:
+            raise SpecError(f"unknown task {self.task!r}; known: {TASKS}")
+        if self.readout not in READOUTS:
+            raise SpecError(f"unknown readout {self.readout!r}; known: {READOUTS}")
+        if self.W_U.ndim != 2 or self.W_U.shape[1] != len(self.labels):
+            raise SpecError(
+                f"unembed.W_U has shape {self.W_U.shape}; expected (d_model, {len(self.labels)})"
+                f" for labels {self.labels}"
+            )
+        _check_shape("unembed.b_U", self.b_U, (len(self.labels),))
+        if self.task == "recognition" and len(self.labels) != 1:
+            raise SpecError("a recognition output has exactly one logit (accept iff > 0)")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A transformer encoder or causal decoder, fully described and validated.
+
+    Forward pass (``norm`` sets LayerNorm placement, ``residual`` the skip connections):
+    ``post``: x = LN(x + f(x)); ``pre``: x = x + f(LN(x)); ``none``: x = x + f(x).
+    ``residual`` is one flag for all sublayers or one per present sublayer, in order (a limit
+    network may keep the skip connection at some sublayers only).
+    Attention scores are q·k/√d_head. Recognition accepts iff the readout logit is > 0;
+    next-symbol predicts the labels whose logits are > 0 at every position.
+    """
+
+    vocab: tuple[str, ...]
+    W_E: Array = tensor()
+    blocks: tuple[BlockSpec, ...] = ()
+    output: OutputSpec | None = None
+    positional: PositionalSpec = field(default_factory=PositionalSpec)
+    norm: str = "none"
+    residual: bool | tuple[bool, ...] = True
+    ln_final: LayerNormSpec | None = None
+    bos: str | None = None
+    eos: str | None = None
+    name: str = "model"
+    description: str = ""
+    dim_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "vocab", tuple(self.vocab))
+        object.__setattr__(self, "dim_names", tuple(self.dim_names))
+        if isinstance(self.residual, (list, tuple)):
+            object.__setattr__(self, "residual", tuple(bool(flag) for flag in self.residual))
+        object.__setattr__(self, "blocks", tuple(self.blocks))
+        _freeze_fields(self, "embed.")
+        if self.output is None:
+            raise SpecError("a model needs an output (unembedding) spec")
+        self._check_vocab()
+        self._check_dims()
+        self._check_norms()
+        dtypes = {array.dtype for array in self.tensors().values()}
+        if len(dtypes) > 1:
+            raise SpecError(f"all tensors must share one dtype, found {sorted(map(str, dtypes))}")
+        if isinstance(self.residual, tuple) and len(self.residual) != len(self.sublayers()):
+            raise SpecError(f"residual has {len(self.residual)} flags for "
+                            f"{len(self.sublayers())} sublayers")
+        if self.output.task == "next-symbol" and self.bos is None:
+            raise SpecError("a next-symbol model needs a BOS token (it reads the empty prefix)")
+
+    def _check_vocab(self) -> None:
+        if len(set(self.vocab)) != len(self.vocab) or not self.vocab:
+            raise SpecError("vocab must be a non-empty tuple of distinct tokens")
+        for token in self.vocab:
+            if token not in (self.bos, self.eos) and len(token) != 1:
+                raise SpecError(f"input token {token!r} must be one character (or be bos/eos)")
+        for special in (self.bos, self.eos):
+            if special is not None and special not in self.vocab:
+                raise SpecError(f"special token {special!r} is not in the vocab")
+        if self.W_E.ndim != 2 or self.W_E.shape[0] != len(self.vocab):
+            raise SpecError(
+                f"embed.W_E has shape {self.W_E.shape}; expected ({len(self.vocab)}, d_model)"
+            )
+
+    def _check_dims(self) -> None:
+        d = self.d_model
+        if self.dim_names and len(self.dim_names) != d:
+            raise SpecError(f"dim_names has {len(self.dim_names)} names for d_model {d}")
+        pos = self.positional
+        if pos.W_pos is not None and (pos.W_pos.ndim != 2 or pos.W_pos.shape[1] != d):
+            raise SpecError(f"pos_embed.W_pos has shape {pos.W_pos.shape}; expected (n_ctx, {d})")
+        _check_shape("pos_embed.W_feat", pos.W_feat, (len(pos.features), d))
+        for layer, block in enumerate(self.blocks):
+            if block.attn is not None and block.attn.W_Q.shape[1] != d:
+                width = block.attn.W_Q.shape[1]
+                raise SpecError(f"blocks.{layer}.attn.W_Q has d_model {width} != {d}")
+            if block.mlp is not None and block.mlp.W_in.shape[0] != d:
+                width = block.mlp.W_in.shape[0]
+                raise SpecError(f"blocks.{layer}.mlp.W_in has d_model {width} != {d}")
+            for ln_name in ("ln1", "ln2"):
+                ln = getattr(block, ln_name)
+                if ln is not None and ln.affine:
+                    _check_shape(f"blocks.{layer}.{ln_name}.w", ln.w, (d,))
+                    _check_shape(f"blocks.{layer}.{ln_name}.b", ln.b, (d,))
+        if self.ln_final is not None and self.ln_final.affine:
+            _check_shape("ln_final.w", self.ln_final.w, (d,))
+        if self.output.W_U.shape[0] != d:
+            raise SpecError(f"unembed.W_U has d_model {self.output.W_U.shape[0]} != {d}")
+
+    def _check_norms(self) -> None:
+        if self.norm not in NORM_PLACEMENTS:
+            raise SpecError(f"unknown norm placement {self.norm!r}; known: {NORM_PLACEMENTS}")
+        for layer, block in enumerate(self.blocks):
+            for sub, ln_name in ((block.attn, "ln1"), (block.mlp, "ln2")):
+                has_ln = getattr(block, ln_name) is not None
+                wants_ln = sub is not None and self.norm != "none"
+                if has_ln != wants_ln:
+                    need = "needs" if wants_ln else "must not have"
+                    raise SpecError(f"blocks.{layer} {need} {ln_name} with norm={self.norm!r}")
+
+    @property
+    def d_model(self) -> int:
+        """Width of the residual stream."""
+        return self.W_E.shape[1]
+
+    def __repr__(self) -> str:
+        """The architecture in a few lines (the arrays are in ``tensors()``)."""
+        residual = self.residual if isinstance(self.residual, bool) else list(self.residual)
+        lines = [f"ModelSpec {self.name!r}: {self.n_layers} layers, d_model {self.d_model}, "
+                 f"{self.dtype}, norm {self.norm}, residual {residual}, positional "
+                 f"{self.positional.kind}",
+                 f"  vocab {self.vocab}, bos {self.bos!r}, eos {self.eos!r}"]
+        for layer, block in enumerate(self.blocks):
+            parts = []
+            if block.attn is not None:
+                a = block.attn
+                parts.append(f"attention {a.n_heads} heads × d_head {a.d_head} "
+                             f"({'causal' if a.causal else 'bidirectional'})")
+            if block.mlp is not None:
+                parts.append(f"mlp {block.mlp.W_in.shape[1]}")
+            lines.append(f"  layer {layer}: {', '.join(parts) or 'empty'}")
+        lines.append(f"  output: {self.output.task}, readout {self.output.readout}, labels "
+                     f"{self.output.labels}")
+        return "\n".join(lines)
+
+    def sublayers(self) -> list[tuple[int, str]]:
+        """The (layer, "attn" | "mlp") of every sublayer present, in order."""
+        return [(layer, kind) for layer, block in enumerate(self.blocks)
+                for kind in ("attn", "mlp") if getattr(block, kind) is not None]
+
+    def keeps_residual(self, layer: int, kind: str) -> bool:
+        """Whether the sublayer (``layer``, ``kind``) adds its input back (the skip connection)."""
+        if isinstance(self.residual, bool):
+            return self.residual
+        return self.residual[self.sublayers().index((layer, kind))]
+
+    def dim_name(self, index: int) -> str:
+        """The name of residual dimension ``index`` (``d{index}`` when the spec has none)."""
+        return self.dim_names[index] if self.dim_names else f"d{index}"
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The floating dtype shared by every tensor."""
+        return self.W_E.dtype
+
+    @property
+    def n_layers(self) -> int:
+        """Number of blocks."""
+        return len(self.blocks)
+
+    @property
+    def alphabet(self) -> tuple[str, ...]:
+        """Input symbols: the vocab without the special tokens."""
+        return tuple(t for t in self.vocab if t not in (self.bos, self.eos))
+
+    def tensors(self) -> dict[str, Array]:
+        """Every tensor of the model by its TransformerLens-style name."""
+        named: dict[str, Array | None] = {"embed.W_E": self.W_E}
+        named["pos_embed.W_pos"] = self.positional.W_pos
+        named["pos_embed.W_feat"] = self.positional.W_feat
+        for layer, block in enumerate(self.blocks):
+            for part, sub in (("attn", block.attn), ("mlp", block.mlp), ("ln1", block.ln1),
+                              ("ln2", block.ln2)):
+                if sub is None:
+                    continue
+                for f in fields(sub):
+                    if f.metadata.get("tensor"):
+                        named[f"blocks.{layer}.{part}.{f.name}"] = getattr(sub, f.name)
+        if self.ln_final is not None:
+            named["ln_final.w"] = self.ln_final.w
+            named["ln_final.b"] = self.ln_final.b
+        named["unembed.W_U"] = self.output.W_U
+        named["unembed.b_U"] = self.output.b_U
+        return {name: array for name, array in named.items() if array is not None}
+
+    def astype(self, dtype: Any) -> ModelSpec:
+        """Return the same model with every tensor cast to ``dtype`` (float32 or float64)."""
+        return map_tensors(self, lambda array: array.astype(dtype))
+
+
+def map_tensors(obj: Any, fn: Any) -> Any:
+    """Rebuild a spec (or part of one) with ``fn`` applied to every tensor field."""
+    changes = {}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if f.metadata.get("tensor") and value is not None:
+            changes[f.name] = fn(value)
+        elif isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
+            changes[f.name] = tuple(map_tensors(item, fn) for item in value)
+        elif hasattr(value, "__dataclass_fields__"):
+            changes[f.name] = map_tensors(value, fn)
+    return replace(obj, **changes)

@@ -1,0 +1,64 @@
+"""Reproduction options: the authors' Figure 5 model, as the soft twin with two changes.
+
+Not satsim semantics, and with no saturated limit in satsim: kept only to reproduce the figure.
+In ``src/si_transformer.py`` of viking-sudo-rm/norm-growth,
+- the causal "mask" multiplies the scores of future keys by 0 rather than excluding them, so
+  they keep softmax weight exp(0) (``multiplicative_mask``);
+- the arrangement called pre-norm is LN(f(x)) + x, with no final LayerNorm
+  (``arrangement='ln-of-branch'``); their post-norm is the usual LN(x + f(x)).
+A spec cannot say either, so ``to_spec`` refuses: a spec taken from this twin would be read by
+the simulator and the exact limit as a different model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+from satsim.errors import SatsimError
+from satsim.model.spec import ModelSpec
+from satsim.soft import SoftTransformer
+
+ARRANGEMENTS = ("post", "ln-of-branch")
+"""The authors' two arrangements: LN(x + f(x)) and LN(f(x)) + x."""
+
+
+class AuthorsTwin(SoftTransformer):
+    """The soft twin of a post-LN causal spec, run with the authors' mask and arrangement."""
+
+    def __init__(self, spec: ModelSpec, *, arrangement: str, multiplicative_mask: bool = True,
+                 device: Any = "auto", dtype: Any = None) -> None:
+        if arrangement not in ARRANGEMENTS:
+            raise SatsimError(f"unknown arrangement {arrangement!r}; known: {ARRANGEMENTS}")
+        if spec.norm != "post" or spec.ln_final is not None:
+            raise SatsimError("the authors' model is built from a post-LN spec without a final "
+                              "LayerNorm (every sublayer carries its own LayerNorm)")
+        super().__init__(spec, device=device, dtype=dtype)
+        self.arrangement = arrangement
+        self.multiplicative_mask = multiplicative_mask
+
+    def forward(self, tokens: Tensor, lengths: Tensor | None = None, **options: Any):
+        """The soft twin's forward pass; sequences must share one length (no padding)."""
+        if lengths is not None and bool((lengths != tokens.shape[1]).any()):
+            raise SatsimError("the authors' model runs sequences of one length: its 0/1 mask "
+                              "would give padding weight")
+        return super().forward(tokens, lengths, **options)
+
+    def _mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
+        if not self.multiplicative_mask:
+            return super()._mask_scores(scores, allowed)
+        return scores * allowed  # disallowed scores become 0, not -inf: they keep weight
+
+    def _sublayer(self, x: Tensor, fn, layer: int, ln_name: str, hook) -> Tensor:
+        if self.arrangement == "post":
+            return super()._sublayer(x, fn, layer, ln_name, hook)
+        eps = getattr(self.spec.blocks[layer], ln_name).eps
+        bag = getattr(self.blocks[layer], ln_name)
+        return self._norm(fn(x), bag, eps, f"blocks.{layer}.{ln_name}", hook) + x
+
+    def to_spec(self) -> ModelSpec:
+        """Refuse: satsim has no limit theory for the authors' mask or LN(f(x)) + x."""
+        raise SatsimError("the authors' reproduction model (multiplicative 0/1 mask, "
+                          "LN(f(x)) + x) has no spec: satsim's saturated limit has no limit "
+                          "theory for it")

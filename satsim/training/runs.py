@@ -1,0 +1,66 @@
+"""One run of a sweep: train it into its folder (or find it finished) and give its row.
+
+:func:`run_one` is a top-level function of plain arguments, so any engine that maps a function
+over inputs (a process pool, a Ray cluster) runs a sweep without change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from satsim.errors import SatsimError
+from satsim.training.config import TrainConfig
+
+
+def canonical_settings(settings: dict) -> dict | None:
+    """Settings in canonical form (every field, defaults filled); None if they are not a config."""
+    try:
+        return TrainConfig.from_dict(settings).to_dict()
+    except (SatsimError, TypeError):
+        return None
+
+
+def read_json(path: Path):
+    """A JSON file of the sweep folder, or a one-line error naming it."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise SatsimError(f"cannot read {path} ({error}); move it away to go on") from None
+
+
+def result_row(name: str, run: Path) -> dict:
+    """The results-table row of a finished run: its settings and its summary."""
+    config = read_json(run / "config.json")
+    summary = read_json(run / "summary.json")
+    return {"name": name, **config, "eval": summary["eval"], "theta_norm": summary["norm"],
+            "resumed_from": summary.get("resumed_from"), "elapsed": summary["elapsed"]}
+
+
+def failed_row(planned: dict, error: str) -> dict:
+    """The results-table row of a run that failed: its settings and why."""
+    return {"name": planned["name"], **planned["settings"], "error": error}
+
+
+def run_one(planned: dict, root: str, threads: int = 1) -> dict:
+    """Train one planned run under ``root`` (skip if finished, resume if cut) and return its row.
+
+    A run that fails for its own reasons (a SatsimError: diverging loss, bad setting, a run
+    folder holding other settings) returns a row with ``error`` instead of raising.
+    """
+    from satsim.torch_setup import import_torch
+
+    import_torch(threads)
+    from satsim.training.loop import train
+
+    run = Path(root) / "runs" / planned["name"]
+    try:
+        if not (run / "summary.json").exists():
+            config = TrainConfig.from_dict(planned["settings"])
+            held = run / "config.json"
+            if held.exists() and canonical_settings(read_json(held)) != config.to_dict():
+                raise SatsimError(f"{run} holds a run with other settings than the plan's")
+            train(config, run, resume=held.exists())
+        return result_row(planned["name"], run)
+    except SatsimError as error:
+        return failed_row(planned, str(error).splitlines()[0])
