@@ -122,7 +122,7 @@ CODES = {"softmax": kernels.SOFTMAX, "saturated": kernels.SATURATED,
 
 def item_paths(case: Case) -> list[int]:
     """The kernel path (same scores, same queries, general) each item takes."""
-    return [kernels._item_path(case.q[n], case.k[n], case.key_mask[n], case.query_mask[n],
+    return [kernels.item_path(case.q[n], case.k[n], case.key_mask[n], case.query_mask[n],
                                case.causal, CODES[case.kind]) for n in range(case.q.shape[0])]
 
 
@@ -134,7 +134,7 @@ def general_path(case: Case) -> AttentionResult:
     atol, rtol = default_tolerance(case.q.dtype)
     scale = ref.default_scale(d) if case.scale is None else case.scale
     for item in range(n):
-        for start in range(0, t, kernels._QUERY_BLOCK):
+        for start in range(0, t, kernels.QUERY_BLOCK):
             kernels._attend_block(case.q[item], case.k[item], case.v[item], case.key_mask[item],
                                   case.query_mask[item], case.causal, CODES[case.kind],
                                   case.beta, atol, rtol, scale, start, out[item], size[item],
@@ -177,7 +177,7 @@ def test_near_ties_on_score_levels_match_reference(case):
 def test_zero_queries_attend_uniformly(case):
     result = assert_matches_reference(case)
     assert_fast_path_matches_general_path(case)
-    assert item_paths(case)[0] == kernels._SAME_SCORES
+    assert item_paths(case)[0] == kernels.SAME_SCORES
     real = case.query_mask[0]
     np.testing.assert_array_equal(result.tie_size[0][real], ref.allowed_keys(
         case.q.shape[1], case.k.shape[1], causal=case.causal, key_mask=case.key_mask[0],
@@ -189,7 +189,7 @@ def test_zero_queries_attend_uniformly(case):
 def test_identical_keys_attend_uniformly(case):
     assert_matches_reference(case)
     assert_fast_path_matches_general_path(case)
-    assert set(item_paths(case)) == {kernels._SAME_SCORES}
+    assert set(item_paths(case)) == {kernels.SAME_SCORES}
 
 
 @MODEST
@@ -197,7 +197,7 @@ def test_identical_keys_attend_uniformly(case):
 def test_identical_queries_on_rising_and_falling_scores(case):
     assert_matches_reference(case)
     assert_fast_path_matches_general_path(case)
-    assert kernels._GENERAL not in item_paths(case)
+    assert kernels.GENERAL not in item_paths(case)
 
 
 @MODEST
@@ -218,7 +218,7 @@ def test_long_causal_same_queries_path_matches_general_path(kind, dtype):
                 v=rng.normal(size=(1, t, 2)).astype(dtype), key_mask=rng.random((1, t)) < 0.9,
                 query_mask=rng.random((1, t)) < 0.9, causal=True, kind=kind, beta=1.0,
                 scale=None)
-    assert item_paths(case) == [kernels._SAME_QUERIES]
+    assert item_paths(case) == [kernels.SAME_QUERIES]
     assert_fast_path_matches_general_path(case)
     sizes = run(case).tie_size[0][case.query_mask[0]]
     assert sizes.max() > 1 and (np.diff(sizes) < 0).any()  # ties grew, then the heap popped

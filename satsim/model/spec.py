@@ -7,7 +7,7 @@ already inspect. Validation happens at construction and names the offending tens
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -362,38 +362,64 @@ class ModelSpec:
 
     def tensors(self) -> dict[str, Array]:
         """Every tensor of the model by its TransformerLens-style name."""
-        named: dict[str, Array | None] = {"embed.W_E": self.W_E}
-        named["pos_embed.W_pos"] = self.positional.W_pos
-        named["pos_embed.W_feat"] = self.positional.W_feat
-        for layer, block in enumerate(self.blocks):
-            for part, sub in (("attn", block.attn), ("mlp", block.mlp), ("ln1", block.ln1),
-                              ("ln2", block.ln2)):
-                if sub is None:
-                    continue
-                for f in fields(sub):
-                    if f.metadata.get("tensor"):
-                        named[f"blocks.{layer}.{part}.{f.name}"] = getattr(sub, f.name)
-        if self.ln_final is not None:
-            named["ln_final.w"] = self.ln_final.w
-            named["ln_final.b"] = self.ln_final.b
-        named["unembed.W_U"] = self.output.W_U
-        named["unembed.b_U"] = self.output.b_U
-        return {name: array for name, array in named.items() if array is not None}
+        named: dict[str, Array] = {}
+
+        def record(name: str, array: Array | None) -> Array | None:
+            if array is not None:
+                named[name] = array
+            return array
+
+        map_named_tensors(self, record)
+        order = ("embed.", "pos_embed.", "blocks.", "ln_final.", "unembed.")
+        ranked = sorted(named, key=lambda name: next(i for i, p in enumerate(order)
+                                                     if name.startswith(p)))
+        return {name: named[name] for name in ranked}
 
     def astype(self, dtype: Any) -> ModelSpec:
         """Return the same model with every tensor cast to ``dtype`` (float32 or float64)."""
         return map_tensors(self, lambda array: array.astype(dtype))
 
 
-def map_tensors(obj: Any, fn: Any) -> Any:
-    """Rebuild a spec (or part of one) with ``fn`` applied to every tensor field."""
+TOP_LEVEL_NAMES = {"W_E": "embed.W_E", "positional": "pos_embed", "output": "unembed"}
+"""Where a ModelSpec field's tensors are named differently from the field (TransformerLens)."""
+
+
+def tensor_name(prefix: str, field_name: str) -> str:
+    """The name of field ``field_name`` of the part named ``prefix`` ("" for the ModelSpec).
+
+    The one statement of tensor naming: ``embed.W_E``, ``pos_embed.W_pos``,
+    ``blocks.{layer}.{attn|mlp|ln1|ln2}.{field}``, ``ln_final.w``, ``unembed.W_U``.
+    """
+    if not prefix:
+        return TOP_LEVEL_NAMES.get(field_name, field_name)
+    return f"{prefix}.{field_name}"
+
+
+def map_named_tensors(obj: Any, fn: Any, prefix: str = "") -> Any:
+    """Rebuild a spec (or its part named ``prefix``) with ``fn(name, tensor)`` on every tensor.
+
+    ``fn`` also sees absent optional tensors (None) and may return None to drop one. Parts whose
+    tensors all come back unchanged (the same objects) are kept, not rebuilt.
+    """
     changes = {}
     for f in fields(obj):
         value = getattr(obj, f.name)
-        if f.metadata.get("tensor") and value is not None:
-            changes[f.name] = fn(value)
-        elif isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
-            changes[f.name] = tuple(map_tensors(item, fn) for item in value)
-        elif hasattr(value, "__dataclass_fields__"):
-            changes[f.name] = map_tensors(value, fn)
-    return replace(obj, **changes)
+        name = tensor_name(prefix, f.name)
+        if f.metadata.get("tensor"):
+            new = fn(name, value)
+        elif isinstance(value, tuple) and value and is_dataclass(value[0]):
+            items = tuple(map_named_tensors(item, fn, f"{name}.{index}")
+                          for index, item in enumerate(value))
+            new = value if all(a is b for a, b in zip(items, value)) else items
+        elif is_dataclass(value):
+            new = map_named_tensors(value, fn, name)
+        else:
+            continue
+        if new is not value:
+            changes[f.name] = new
+    return replace(obj, **changes) if changes else obj
+
+
+def map_tensors(obj: Any, fn: Any) -> Any:
+    """Rebuild a spec (or part of one) with ``fn`` applied to every tensor present."""
+    return map_named_tensors(obj, lambda name, array: None if array is None else fn(array))

@@ -4,7 +4,7 @@ Equal key rows give equal scores against every query, so a query's tie set is a 
 (all of a class's allowed positions up to the query, or none of them). A layer-0 key of a model
 without positions is a function of the token, so a long string has as many classes as symbols.
 :func:`attend_by_classes` scores each class once per query (the strict float64 score of
-:func:`satsim.engine.kernels.queries._score`, so max, runner-up, threshold and gap are those of
+:func:`satsim.engine.kernels.queries.score_pair`, so max, runner-up, threshold and gap are those of
 every other path, bit for bit), counts tie sets from per-class counts, and takes unique-hard picks
 from per-class first and last positions.
 
@@ -28,12 +28,12 @@ from satsim.engine.kernels.queries import (
     GENERAL,
     SATURATED,
     UNIQUE_LEFT,
-    _is_zero,
-    _rows_equal,
-    _score,
-    _tie_threshold,
-    _uniform_gap,
-    _write_mean,
+    row_is_zero,
+    rows_equal,
+    score_pair,
+    tie_threshold,
+    uniform_gap,
+    write_mean,
 )
 
 MAX_CLASSES = 64
@@ -59,12 +59,12 @@ def key_classes(k, key_mask, labels, representatives):
         labels[j] = -1
         if not key_mask[j]:
             continue
-        if previous >= 0 and _rows_equal(k[j], k[representatives[previous]]):
+        if previous >= 0 and rows_equal(k[j], k[representatives[previous]]):
             labels[j] = previous
             continue
         found = -1
         for c in range(n_classes):
-            if _rows_equal(k[j], k[representatives[c]]):
+            if rows_equal(k[j], k[representatives[c]]):
                 found = c
                 break
         if found < 0:
@@ -153,17 +153,17 @@ def attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labe
         if present == 0:
             continue
         members = np.uint64(0)
-        if _is_zero(q[i]):  # every allowed key ties (as the per-query path: no scores)
+        if row_is_zero(q[i]):  # every allowed key ties (as the per-query path: no scores)
             for c in range(n_classes):
                 if counts[c] > 0:
                     members |= one << np.uint64(c)
             size = present
-            gap = _uniform_gap(present)
+            gap = uniform_gap(present)
         else:
             best = -np.inf
             for c in range(n_classes):
                 if counts[c] > 0:
-                    s = _score(q[i], k[representatives[c]], scale)
+                    s = score_pair(q[i], k[representatives[c]], scale)
                     class_scores[c] = s
                     best = max(best, s)
             # Runner-up: the max again if two keys reach it, else the best of the rest.
@@ -177,7 +177,7 @@ def attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labe
                         runner_up = max(runner_up, class_scores[c])
             if at_best >= 2:
                 runner_up = best
-            theta = _tie_threshold(best, atol, rtol)
+            theta = tie_threshold(best, atol, rtol)
             size = 0
             for c in range(n_classes):
                 if counts[c] > 0 and class_scores[c] >= theta:
@@ -189,7 +189,7 @@ def attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labe
         if kind == SATURATED:
             row, n_sets = _running_sum(v, labels, members, stop, set_masks, set_ends, set_sums,
                                        n_sets, total)
-            _write_mean(out[i], set_sums[row] if row >= 0 else total, size)
+            write_mean(out[i], set_sums[row] if row >= 0 else total, size)
             continue
         pick = -1
         for c in range(n_classes):

@@ -3,7 +3,7 @@
 :func:`forward_strings` runs a list of strings one after another; each string goes layer by
 layer through buffers sized for that string (a few kilobytes, so they stay in cache), and only
 the readout logits are written out. It calls the very row functions of the layer-by-layer path
-(:func:`satsim.engine.kernels.layers._affine_rows_into`, ``_layer_norm_rows``) and the same per-item
+(:func:`satsim.engine.kernels.layers.affine_rows_into`, ``layer_norm_rows``) and the same per-item
 attention functions and paths as :func:`satsim.engine.kernels.queries.attend` (prefix mean for
 counting heads, the incremental tie set for same-query heads, the exact per-query kernel
 otherwise), so every logit is bit for bit that of the batched path. It releases the GIL: the
@@ -23,17 +23,17 @@ from satsim.engine.kernels import layers as _layers_module
 from satsim.engine.kernels import queries as _queries_module
 from satsim.engine.kernels import stamp_with_callees
 from satsim.engine.kernels.classes import MAX_CLASSES, attend_by_classes, key_classes
-from satsim.engine.kernels.layers import _ROW_BLOCK, _affine_rows_into, _layer_norm_rows
-from satsim.engine.kernels.queries import _QUERY_BLOCK as QUERY_BLOCK
+from satsim.engine.kernels.layers import ROW_BLOCK, affine_rows_into, layer_norm_rows
 from satsim.engine.kernels.queries import (
-    _SAME_QUERIES,
-    _SAME_SCORES,
     MAX_SCORE,
+    QUERY_BLOCK,
+    SAME_QUERIES,
+    SAME_SCORES,
     SOFTMAX,
-    _attend_same_queries_into,
-    _attend_same_scores,
-    _attend_unit,
-    _item_path,
+    attend_same_queries_into,
+    attend_same_scores,
+    attend_unit,
+    item_path,
 )
 
 ATTENTION, FEED_FORWARD = 0, 1
@@ -77,7 +77,7 @@ def _normalize(params, reals, row, x, out, start, stop):
     """LayerNorm of rows start .. stop - 1 of x into out, with the norm columns ``row``."""
     d = x.shape[1]
     w, b = row[NORM_W], row[NORM_B]
-    _layer_norm_rows(x, params[w : w + d], params[b : b + d], reals[row[NORM_EPS]],
+    layer_norm_rows(x, params[w : w + d], params[b : b + d], reals[row[NORM_EPS]],
                      row[NORM_AFFINE] != 0, out, start, stop)
 
 
@@ -140,7 +140,7 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
     heads, d_head, d_v, causal = row[ATTN_H], row[ATTN_DH], row[ATTN_DV], row[ATTN_CAUSAL] != 0
     n_cols = row[ATTN_COLS]
     proj = proj_buf[: T * n_cols].reshape((T, n_cols))
-    _affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
+    affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
                       params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], False, proj, 0, T,
                       used, xt, acc)
     max_q, max_k, max_v = _max_abs_qkv(proj, heads * d_head)
@@ -171,12 +171,12 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
                 v[i, t] = proj[i, v_col + t]
         out[:] = 0
         if path < 0:
-            path = _item_path(q, k, key_mask, key_mask, causal, kind)
+            path = item_path(q, k, key_mask, key_mask, causal, kind)
         # The paths of queries._attend_item, the same-query one with this kernel's scratch.
-        if path == _SAME_SCORES:
-            _attend_same_scores(v, key_mask, key_mask, causal, kind, out, sizes, gaps)
-        elif path == _SAME_QUERIES:
-            _attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
+        if path == SAME_SCORES:
+            attend_same_scores(v, key_mask, key_mask, causal, kind, out, sizes, gaps)
+        elif path == SAME_QUERIES:
+            attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
                                       rtol, scale, out, sizes, gaps, scores[:T], heap_scores[:T],
                                       heap_positions[:T], line[:T], total[:d_v], error[:d_v])
         elif kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and _by_classes(
@@ -186,7 +186,7 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
             if T > general_limit:
                 return LONG_GENERAL
             for unit in range(units):
-                _attend_unit(q, k, v, key_mask, key_mask, causal, kind, beta, atol, rtol, scale,
+                attend_unit(q, k, v, key_mask, key_mask, causal, kind, beta, atol, rtol, scale,
                              unit, out, sizes, gaps)
         if heads > 1:
             for i in range(T):
@@ -194,7 +194,7 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
                     stacked[i, h * d_v + t] = out[i, t]
     if heads == 1:
         stacked = out
-    _affine_rows_into(stacked, _matrix(params, row[ATTN_W_O], heads * d_v, d),
+    affine_rows_into(stacked, _matrix(params, row[ATTN_W_O], heads * d_v, d),
                       params[row[ATTN_B_O] : row[ATTN_B_O] + d], False, y, start, T, used, xt,
                       acc)
     return OK
@@ -207,10 +207,10 @@ def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
     d_mlp = row[MLP_D]
     used, xt, acc = scratch[0], scratch[1], scratch[2]
     hidden = hidden_buf[: T * d_mlp].reshape((T, d_mlp))
-    _affine_rows_into(x, _matrix(params, row[MLP_W_IN], d, d_mlp),
+    affine_rows_into(x, _matrix(params, row[MLP_W_IN], d, d_mlp),
                       params[row[MLP_B_IN] : row[MLP_B_IN] + d_mlp], True, hidden, start, T,
                       used, xt, acc)
-    _affine_rows_into(hidden, _matrix(params, row[MLP_W_OUT], d_mlp, d),
+    affine_rows_into(hidden, _matrix(params, row[MLP_W_OUT], d_mlp, d),
                       params[row[MLP_B_OUT] : row[MLP_B_OUT] + d], False, y, start, T, used, xt,
                       acc)
 
@@ -250,8 +250,8 @@ def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, para
     widest_in = max(d, dims[MAX_STACK], dims[MAX_MLP], 1)
     widest_out = max(d, dims[MAX_COLS], dims[MAX_MLP], n_out, 1)
     scratch = (np.empty(widest_in, dtype=np.int64),
-               np.empty((widest_in, _ROW_BLOCK), dtype=np.float64),
-               np.empty((widest_out, _ROW_BLOCK), dtype=np.float64),
+               np.empty((widest_in, ROW_BLOCK), dtype=np.float64),
+               np.empty((widest_out, ROW_BLOCK), dtype=np.float64),
                np.empty(longest), np.empty(longest), np.empty(longest, dtype=np.int64),
                np.empty(longest, dtype=np.int64), np.empty(max(dims[MAX_DV], 1)),
                np.empty(max(dims[MAX_DV], 1)))
@@ -316,7 +316,7 @@ def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, para
             _normalize(params, reals, dims[FINAL_NORM:], x, h, start, T)
             x, h = h, x
         logits = logits_buf[: T * n_out].reshape((T, n_out))
-        _affine_rows_into(x, w_u, b_u, False, logits, start, T, scratch[0], scratch[1],
+        affine_rows_into(x, w_u, b_u, False, logits, start, T, scratch[0], scratch[1],
                           scratch[2])
         if read_last:
             for c in range(n_out):

@@ -20,7 +20,7 @@ import numpy as np
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 ROWS_PER_CHUNK = 256
-_ROW_BLOCK = 64
+ROW_BLOCK = 64
 PARALLEL_WORK = 1 << 24
 """Multiply-adds (or comparable steps) below which a kernel runs serially: about 10 ms of work."""
 
@@ -57,17 +57,17 @@ def serial_kernels():
 def _affine_rows(x, weight, bias, relu, out, start, stop):  # pragma: no cover - compiled
     """Write x[r] @ weight + bias (optionally through ReLU) to out[r] for start <= r < stop."""
     used = np.empty(x.shape[1], dtype=np.int64)
-    xt = np.empty((x.shape[1], _ROW_BLOCK), dtype=np.float64)
-    acc = np.empty((weight.shape[1], _ROW_BLOCK), dtype=np.float64)
-    _affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc)
+    xt = np.empty((x.shape[1], ROW_BLOCK), dtype=np.float64)
+    acc = np.empty((weight.shape[1], ROW_BLOCK), dtype=np.float64)
+    affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc)
 
 
 @numba.njit(cache=True, fastmath=False)
-def _affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc):  # pragma: no cover
+def affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc):  # pragma: no cover
     """:func:`_affine_rows` with caller-owned scratch, so that it allocates nothing.
 
-    Scratch: used (≥ d_in,) int64, xt (≥ d_in, _ROW_BLOCK) and acc (≥ d_out, _ROW_BLOCK)
-    float64. Blocks of _ROW_BLOCK rows are transposed to float64 so that the inner loop runs
+    Scratch: used (≥ d_in,) int64, xt (≥ d_in, ROW_BLOCK) and acc (≥ d_out, ROW_BLOCK)
+    float64. Blocks of ROW_BLOCK rows are transposed to float64 so that the inner loop runs
     over rows (vectorised); each output still sums bias, then the products in input order.
     """
     d_in = x.shape[1]
@@ -80,8 +80,8 @@ def _affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc):  
                 used[n_used] = i
                 n_used += 1
                 break
-    for block in range(start, stop, _ROW_BLOCK):
-        n = min(_ROW_BLOCK, stop - block)
+    for block in range(start, stop, ROW_BLOCK):
+        n = min(ROW_BLOCK, stop - block)
         for r in range(n):
             for u in range(n_used):
                 xt[used[u], r] = x[block + r, used[u]]
@@ -125,7 +125,7 @@ def affine_parallel(x, weight, bias, relu):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, fastmath=False)
-def _layer_norm_rows(x, weight, bias, eps, use_affine, out, start, stop):  # pragma: no cover
+def layer_norm_rows(x, weight, bias, eps, use_affine, out, start, stop):  # pragma: no cover
     """Normalise rows start .. stop - 1 of x into out."""
     d = x.shape[1]
     for r in range(start, stop):
@@ -149,7 +149,7 @@ def _layer_norm_rows(x, weight, bias, eps, use_affine, out, start, stop):  # pra
 def layer_norm(x, weight, bias, eps, use_affine):  # pragma: no cover - compiled
     """Normalise each row of x to zero mean and unit (biased) variance, then scale and shift."""
     out = np.empty_like(x)
-    _layer_norm_rows(x, weight, bias, eps, use_affine, out, 0, x.shape[0])
+    layer_norm_rows(x, weight, bias, eps, use_affine, out, 0, x.shape[0])
     return out
 
 
@@ -160,7 +160,7 @@ def layer_norm_parallel(x, weight, bias, eps, use_affine):  # pragma: no cover -
     out = np.empty_like(x)
     n_chunks = (rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
     for chunk in numba.prange(n_chunks):
-        _layer_norm_rows(x, weight, bias, eps, use_affine, out, chunk * ROWS_PER_CHUNK,
+        layer_norm_rows(x, weight, bias, eps, use_affine, out, chunk * ROWS_PER_CHUNK,
                          min(rows, (chunk + 1) * ROWS_PER_CHUNK))
     return out
 

@@ -10,7 +10,7 @@ key, or not on the query, take fast paths with the same results:
   last of them (unique-hard), kept as a running prefix when causal: O(T·e).
 - same queries: every real query is the same row, so the scores s_j are computed once.
   Bidirectional, one query is attended and its result copied. Causal, queries in ascending
-  order: the running max only grows, so does the tie threshold (see :func:`_tie_threshold`), and
+  order: the running max only grows, so does the tie threshold (see :func:`tie_threshold`), and
   a key that falls below it never comes back (one below it on arrival is never kept). A
   min-heap of scores gives the tie set (its size, and its value sum as a running compensated
   sum), a FIFO queue its leftmost member, a stack its rightmost: O(T log T + T·e). Causal
@@ -33,10 +33,10 @@ SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT = 0, 1, 2, 3
 
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}  # not True: a max starting at -inf needs inf
 # Strict functions say fastmath=False explicitly: left unset, a callee inherits its caller's flags.
-_GENERAL, _SAME_SCORES, _SAME_QUERIES = 0, 1, 2
-GENERAL, SAME_SCORES, UNKNOWN = _GENERAL, _SAME_SCORES, -1
-"""Paths for attend's ``known``: general, every allowed key ties by construction, or detect."""
-_QUERY_BLOCK = 32
+GENERAL, SAME_SCORES, SAME_QUERIES, UNKNOWN = 0, 1, 2, -1
+"""Paths of an item: general, every allowed key ties, every query the same row; or detect."""
+QUERY_BLOCK = 32
+"""Queries per block of a general item."""
 
 
 MAX_SCORE = 1e300
@@ -44,7 +44,7 @@ MAX_SCORE = 1e300
 
 
 @numba.njit(cache=True, fastmath=False)
-def _score(q_row, k_row, scale):
+def score_pair(q_row, k_row, scale):
     """Return scale * (q . k) in float64, summed left to right, strictly (as the reference)."""
     total = 0.0
     for t in range(q_row.shape[0]):
@@ -53,7 +53,7 @@ def _score(q_row, k_row, scale):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _tie_threshold(max_score, atol, rtol):
+def tie_threshold(max_score, atol, rtol):
     """Return M - (atol + rtol*|M|) as M*(1∓rtol) - atol: non-decreasing in M, also in floats."""
     if max_score >= 0.0:
         return max_score * (1.0 - rtol) - atol
@@ -81,14 +81,14 @@ def _accumulate(total, weight, values):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _write_mean(out_row, total, count):
+def write_mean(out_row, total, count):
     """Write total / count into out_row (cast to its dtype); a true division, never 1/count."""
     for c in range(out_row.shape[0]):
         out_row[c] = total[c] / count
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
-def _uniform_gap(count):
+def uniform_gap(count):
     """Return the tie gap when all of ``count`` allowed scores are equal."""
     if count == 0:
         return np.nan
@@ -96,7 +96,7 @@ def _uniform_gap(count):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _is_zero(row):
+def row_is_zero(row):
     """Return whether every element of the row is zero."""
     for t in range(row.shape[0]):
         if row[t] != 0:
@@ -105,7 +105,7 @@ def _is_zero(row):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _rows_equal(a, b):
+def rows_equal(a, b):
     """Return whether two rows are equal element by element."""
     for t in range(a.shape[0]):
         if a[t] != b[t]:
@@ -132,7 +132,7 @@ def _write_all_tied(v, kind, total, count, first, last, out_row):
     elif kind == UNIQUE_RIGHT:
         out_row[:] = v[last]
     else:
-        _write_mean(out_row, total, count)
+        write_mean(out_row, total, count)
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
@@ -151,11 +151,11 @@ def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
             if kind == SATURATED or kind == SOFTMAX:
                 _accumulate(total, 1.0, v[j])
     _write_all_tied(v, kind, total, count, first, last, out_row)
-    return count, _uniform_gap(count)
+    return count, uniform_gap(count)
 
 
 @numba.njit(cache=True, fastmath=False)
-def _top_two(s, best, runner_up):
+def top_two(s, best, runner_up):
     """The largest and second-largest of (best, runner_up) and a new value s."""
     if s > best:
         return s, best
@@ -165,7 +165,7 @@ def _top_two(s, best, runner_up):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _take(kind, j, v, total, chosen):
+def take_key(kind, j, v, total, chosen):
     """Key j is in the tie set: add its value (saturated) or note it (unique); return the pick."""
     if kind == SATURATED:
         _accumulate(total, 1.0, v[j])
@@ -175,10 +175,10 @@ def _take(kind, j, v, total, chosen):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _emit(kind, total, size, chosen, v, out_row):
+def emit_output(kind, total, size, chosen, v, out_row):
     """Write a hard head's output: the tie set's mean, or the value of the unique pick."""
     if kind == SATURATED:
-        _write_mean(out_row, total, size)
+        write_mean(out_row, total, size)
     else:
         out_row[:] = v[chosen]
 
@@ -192,29 +192,29 @@ def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     for j in range(n_keys):
         if key_mask[j] and scores[j] >= theta:
             size += 1
-            chosen = _take(kind, j, v, total, chosen)
-    _emit(kind, total, size, chosen, v, out_row)
+            chosen = take_key(kind, j, v, total, chosen)
+    emit_output(kind, total, size, chosen, v, out_row)
     return size
 
 
 @numba.njit(cache=True, fastmath=False)
-def _attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, scores, total,
+def attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, scores, total,
                   out_row):
     """Attend one query to the allowed keys below n_keys; write out_row, return (size, gap)."""
-    if _is_zero(q_row):
+    if row_is_zero(q_row):
         return _attend_all_tied(v, key_mask, n_keys, kind, total, out_row)
     best = -np.inf
     runner_up = -np.inf
     count = 0
     for j in range(n_keys):
         if key_mask[j]:
-            s = _score(q_row, k[j], scale)
+            s = score_pair(q_row, k[j], scale)
             scores[j] = s
             count += 1
-            best, runner_up = _top_two(s, best, runner_up)
+            best, runner_up = top_two(s, best, runner_up)
     if count == 0:
         return 0, np.nan
-    theta = _tie_threshold(best, atol, rtol)
+    theta = tie_threshold(best, atol, rtol)
     if kind != SOFTMAX:
         return _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row), \
             best - runner_up
@@ -229,37 +229,37 @@ def _attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, 
             w = np.exp(beta * (s - best))
             weights += w
             _accumulate(total, w, v[j])
-    _write_mean(out_row, total, weights)
+    write_mean(out_row, total, weights)
     return size, best - runner_up
 
 
 @numba.njit(cache=True, fastmath=False)
-def _item_path(q, k, key_mask, query_mask, causal, kind):
+def item_path(q, k, key_mask, query_mask, causal, kind):
     """Choose the path of one item: same scores, same queries or general."""
     first_key = _first_true(key_mask)
     same_keys = True
     for j in range(first_key + 1, k.shape[0]):
-        if key_mask[j] and not _rows_equal(k[j], k[first_key]):
+        if key_mask[j] and not rows_equal(k[j], k[first_key]):
             same_keys = False
             break
     first_query = _first_true(query_mask)
     if same_keys or first_query < 0:
-        return _SAME_SCORES
+        return SAME_SCORES
     for i in range(first_query + 1, q.shape[0]):
-        if query_mask[i] and not _rows_equal(q[i], q[first_query]):
-            return _GENERAL
-    if _is_zero(q[first_query]):
-        return _SAME_SCORES
+        if query_mask[i] and not rows_equal(q[i], q[first_query]):
+            return GENERAL
+    if row_is_zero(q[first_query]):
+        return SAME_SCORES
     if causal and kind == SOFTMAX:
-        return _GENERAL
-    return _SAME_QUERIES
+        return GENERAL
+    return SAME_QUERIES
 
 
 @numba.njit(cache=True, fastmath=False)
 def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
     """Causal head whose allowed keys all tie, mean kinds: the running mean of the prefix.
 
-    The arithmetic of :func:`_accumulate` (weight 1) and :func:`_write_mean`, written out in one
+    The arithmetic of :func:`_accumulate` (weight 1) and :func:`write_mean`, written out in one
     loop: no call per position.
     """
     T, e = v.shape
@@ -274,11 +274,11 @@ def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
             for c in range(e):
                 out[i, c] = total[c] / count
             tie_size[i] = count
-            tie_gap[i] = _uniform_gap(count)
+            tie_gap[i] = uniform_gap(count)
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
-def _attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap):
+def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap):
     """Every allowed key ties: mean (or first/last) of v over them, a running prefix if causal."""
     T = query_mask.shape[0]
     if causal and (kind == SATURATED or kind == SOFTMAX):
@@ -309,7 +309,7 @@ def _attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, ti
         if query_mask[i] and count > 0:  # unique kinds: the mean kinds took the prefix mean
             _write_all_tied(v, kind, total, count, first, last, out[i])
             tie_size[i] = count
-            tie_gap[i] = _uniform_gap(count)
+            tie_gap[i] = uniform_gap(count)
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -356,14 +356,14 @@ def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol
                          out, tie_size, tie_gap):
     """Every real query is the same row: scores s_j once; causal tie sets by heap, queue, stack."""
     S, e = k.shape[0], v.shape[1]
-    _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
+    attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
                               scale, out, tie_size, tie_gap, np.empty(S), np.empty(S),
                               np.empty(S, dtype=np.int64), np.empty(S, dtype=np.int64),
                               np.empty(e), np.empty(e))
 
 
 @numba.njit(cache=True, fastmath=False)
-def _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
+def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
                               scale, out, tie_size, tie_gap, scores, heap_scores, heap_positions,
                               line, total, error):
     """:func:`_attend_same_queries` with caller-owned scratch, so that it allocates nothing.
@@ -376,7 +376,7 @@ def _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta,
     total[:] = 0.0
     error[:] = 0.0
     if not causal:
-        size, gap = _attend_query(q[first_query], k, v, key_mask, S, kind, beta, atol, rtol,
+        size, gap = attend_query(q[first_query], k, v, key_mask, S, kind, beta, atol, rtol,
                                   scale, scores, total, out[first_query])
         for i in range(first_query, T):
             if query_mask[i]:
@@ -393,12 +393,12 @@ def _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta,
     runner_up = -np.inf
     for i in range(T):
         if key_mask[i]:
-            s = _score(query, k[i], scale)
+            s = score_pair(query, k[i], scale)
             scores[i] = s
-            best, runner_up = _top_two(s, best, runner_up)
+            best, runner_up = top_two(s, best, runner_up)
             # A key below the threshold now is below every later one (the max only grows):
             # it never ties, so it never enters the heap, the line or the sum.
-            if s >= _tie_threshold(best, atol, rtol):
+            if s >= tie_threshold(best, atol, rtol):
                 _heap_push(heap_scores, heap_positions, heap_size, s, i)
                 heap_size += 1
                 line[tail] = i
@@ -407,7 +407,7 @@ def _attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta,
                     _add_compensated(total, error, v[i], 1.0)
         if not query_mask[i] or heap_size == 0:
             continue
-        theta = _tie_threshold(best, atol, rtol)
+        theta = tie_threshold(best, atol, rtol)
         while heap_scores[0] < theta:  # never empties: theta <= best, and best is in the heap
             dropped = _heap_pop(heap_scores, heap_positions, heap_size)
             heap_size -= 1
@@ -434,7 +434,7 @@ def _approx_scores(q, k, start, stop, causal, approx):
 
     Two queries and four keys at a time (eight independent sums, k rows loaded once for both
     queries); causal rows hold keys j <= i at least. Fastmath: any order, any contraction;
-    :func:`_score_bound` bounds the error.
+    :func:`score_bound` bounds the error.
     """
     d = q.shape[1]
     zero = np.zeros(1, dtype=q.dtype)[0]
@@ -472,7 +472,7 @@ def _approx_scores(q, k, start, stop, causal, approx):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _score_bound(d, itemsize, scale, q_norm, k_norm_max):
+def score_bound(d, itemsize, scale, q_norm, k_norm_max):
     """Bound |scale * approx_j - s_j| for every key: s_j the exact-order float64 score.
 
     Any-order sums of d products in precision u are within γ_d = d·u/(1 - d·u) of the true sum
@@ -488,7 +488,7 @@ def _score_bound(d, itemsize, scale, q_norm, k_norm_max):
 @numba.njit(cache=True, fastmath=False)
 def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scale, approx,
                            bound, scores, total, out_row):
-    """Run :func:`_attend_query` for a hard kind, from approximate scores.
+    """Run :func:`attend_query` for a hard kind, from approximate scores.
 
     Only keys that may be among the top two or in the tie set get their exact score, so the max,
     the runner-up, the tie set and the gap are exactly those of the exact scores.
@@ -500,35 +500,35 @@ def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scal
         if key_mask[j]:
             a = scale * np.float64(approx[j])
             count += 1
-            first_best, second_best = _top_two(a, first_best, second_best)
+            first_best, second_best = top_two(a, first_best, second_best)
     if count == 0:
         return 0, np.nan
     # Exact max >= first_best - bound, exact runner-up >= second_best - bound: a key whose exact
     # score is below both the runner-up's and the tie threshold's lower bound plays no part.
-    cut = min(second_best - bound, _tie_threshold(first_best - bound, atol, rtol)) - bound
+    cut = min(second_best - bound, tie_threshold(first_best - bound, atol, rtol)) - bound
     best = -np.inf
     runner_up = -np.inf
     for j in range(n_keys):
         s = -np.inf
         if key_mask[j] and scale * np.float64(approx[j]) >= cut:
-            s = _score(q_row, k[j], scale)
-            best, runner_up = _top_two(s, best, runner_up)
+            s = score_pair(q_row, k[j], scale)
+            best, runner_up = top_two(s, best, runner_up)
         scores[j] = s
-    theta = _tie_threshold(best, atol, rtol)
+    theta = tie_threshold(best, atol, rtol)
     return _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row), best - runner_up
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
 def _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, start,
                   out, tie_size, tie_gap):
-    """Run the general path for queries start .. start + _QUERY_BLOCK - 1 of one item.
+    """Run the general path for queries start .. start + QUERY_BLOCK - 1 of one item.
 
     Hard kinds score the block's keys approximately first (in q's dtype, register-blocked) and
     compute exact float64 scores only for keys near the top (see :func:`_attend_query_filtered`);
     softmax, and inputs so large that approximate scores could overflow, score every key exactly.
     """
     S, d = k.shape
-    stop = min(start + _QUERY_BLOCK, q.shape[0])
+    stop = min(start + QUERY_BLOCK, q.shape[0])
     n_keys_max = stop if causal else S
     scores = np.empty(S)
     total = np.empty(v.shape[1])
@@ -542,7 +542,7 @@ def _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
                     norm += np.float64(k[j, t]) ** 2
                 k_norm_max = max(k_norm_max, norm)
         k_norm_max = np.sqrt(k_norm_max) * (1.0 + 1e-6)
-        approx = np.empty((_QUERY_BLOCK, n_keys_max), dtype=q.dtype)
+        approx = np.empty((QUERY_BLOCK, n_keys_max), dtype=q.dtype)
         _approx_scores(q, k, start, stop, causal, approx)
     for i in range(start, stop):
         if not query_mask[i]:
@@ -554,12 +554,12 @@ def _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
                 q_norm += np.float64(q[i, t]) ** 2
             q_norm = np.sqrt(q_norm) * (1.0 + 1e-6)
         if filtered and q_norm > 0.0 and q_norm * k_norm_max <= 1e36:
-            bound = _score_bound(d, q.itemsize, scale, q_norm, k_norm_max)
+            bound = score_bound(d, q.itemsize, scale, q_norm, k_norm_max)
             size, gap = _attend_query_filtered(q[i], k, v, key_mask, n_keys, kind, atol, rtol,
                                                scale, approx[i - start], bound, scores, total,
                                                out[i])
         else:
-            size, gap = _attend_query(q[i], k, v, key_mask, n_keys, kind, beta, atol, rtol,
+            size, gap = attend_query(q[i], k, v, key_mask, n_keys, kind, beta, atol, rtol,
                                       scale, scores, total, out[i])
         tie_size[i] = size
         tie_gap[i] = gap
@@ -571,7 +571,7 @@ def item_paths(q, k, key_mask, query_mask, causal, kind, known):
     paths = known.copy()
     for n in range(q.shape[0]):
         if paths[n] < 0:
-            paths[n] = _item_path(q[n], k[n], key_mask[n], query_mask[n], causal, kind)
+            paths[n] = item_path(q[n], k[n], key_mask[n], query_mask[n], causal, kind)
     return paths
 
 
@@ -580,26 +580,26 @@ def _attend_item(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, 
                  out, tie_size, tie_gap):
     """Run one item's fast path if it has one; return its path (detected if ``path`` < 0)."""
     if path < 0:
-        path = _item_path(q, k, key_mask, query_mask, causal, kind)
-    if path == _SAME_SCORES:
-        _attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap)
-    elif path == _SAME_QUERIES:
+        path = item_path(q, k, key_mask, query_mask, causal, kind)
+    if path == SAME_SCORES:
+        attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap)
+    elif path == SAME_QUERIES:
         _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
                              scale, out, tie_size, tie_gap)
     return path
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
-def _attend_unit(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, block,
+def attend_unit(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, block,
                  out, tie_size, tie_gap):
     """Run query blocks ``block`` and last - ``block`` of a general item (equal causal cost)."""
-    n_blocks = (q.shape[0] + _QUERY_BLOCK - 1) // _QUERY_BLOCK
+    n_blocks = (q.shape[0] + QUERY_BLOCK - 1) // QUERY_BLOCK
     _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
-                  block * _QUERY_BLOCK, out, tie_size, tie_gap)
+                  block * QUERY_BLOCK, out, tie_size, tie_gap)
     last = n_blocks - 1 - block
     if last != block:
         _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
-                      last * _QUERY_BLOCK, out, tie_size, tie_gap)
+                      last * QUERY_BLOCK, out, tie_size, tie_gap)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
@@ -616,13 +616,13 @@ def attend(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
     out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
     tie_size = np.zeros((n_items, T), dtype=np.int64)
     tie_gap = np.full((n_items, T), np.nan)
-    units_per_item = ((T + _QUERY_BLOCK - 1) // _QUERY_BLOCK + 1) // 2
+    units_per_item = ((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
     for n in range(n_items):
         path = _attend_item(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
                             atol, rtol, scale, known[n], out[n], tie_size[n], tie_gap[n])
-        if path == _GENERAL:
+        if path == GENERAL:
             for block in range(units_per_item):
-                _attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
+                attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
                              atol, rtol, scale, block, out[n], tie_size[n], tie_gap[n])
     return out, tie_size, tie_gap
 
@@ -640,10 +640,10 @@ def attend_parallel(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rto
         paths[n] = _attend_item(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
                                 atol, rtol, scale, known[n], out[n], tie_size[n], tie_gap[n])
     # General items in units of two query blocks, p and last - p, so causal units cost the same.
-    general = np.nonzero(paths == _GENERAL)[0]
-    units_per_item = ((T + _QUERY_BLOCK - 1) // _QUERY_BLOCK + 1) // 2
+    general = np.nonzero(paths == GENERAL)[0]
+    units_per_item = ((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
     for unit in numba.prange(general.shape[0] * units_per_item):
         n = general[unit // units_per_item]
-        _attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
+        attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
                      rtol, scale, unit % units_per_item, out[n], tie_size[n], tie_gap[n])
     return out, tie_size, tie_gap

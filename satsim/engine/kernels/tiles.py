@@ -33,13 +33,13 @@ import numpy as np
 from satsim.engine.kernels import queries as _queries_module
 from satsim.engine.kernels import stamp_with_callees
 from satsim.engine.kernels.queries import (
-    _attend_query,
-    _emit,
-    _score,
-    _score_bound,
-    _take,
-    _tie_threshold,
-    _top_two,
+    attend_query,
+    emit_output,
+    score_bound,
+    score_pair,
+    take_key,
+    tie_threshold,
+    top_two,
 )
 
 TILE_ROWS = 256
@@ -109,7 +109,7 @@ def _lowest_candidate(first, second, magnitude, bound, atol, rtol):
     """
     first_best = magnitude * np.float64(first)
     second_best = magnitude * np.float64(second)
-    cut = min(second_best - bound, _tie_threshold(first_best - bound, atol, rtol)) - bound
+    cut = min(second_best - bound, tie_threshold(first_best - bound, atol, rtol)) - bound
     low = cut / magnitude
     return _lower_float32(low - abs(low) * 1e-12 - 1e-300)
 
@@ -162,18 +162,18 @@ def _attend_query_tile(q_row, k, v, n_keys, kind, atol, rtol, scale, approx, bou
     best = -np.inf
     runner_up = -np.inf
     for c in range(count):
-        s = _score(q_row, k[candidates[c]], scale)
+        s = score_pair(q_row, k[candidates[c]], scale)
         cand_scores[c] = s
-        best, runner_up = _top_two(s, best, runner_up)
-    theta = _tie_threshold(best, atol, rtol)
+        best, runner_up = top_two(s, best, runner_up)
+    theta = tie_threshold(best, atol, rtol)
     total[:] = 0.0
     size = 0
     chosen = -1
     for c in range(count):
         if cand_scores[c] >= theta:
             size += 1
-            chosen = _take(kind, candidates[c], v, total, chosen)
-    _emit(kind, total, size, chosen, v, out_row)
+            chosen = take_key(kind, candidates[c], v, total, chosen)
+    emit_output(kind, total, size, chosen, v, out_row)
     return size, best - runner_up
 
 
@@ -201,19 +201,19 @@ def attend_tile(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale, 
                 continue
             n_keys = i + 1 if causal else S
             q_norm = _norm_bound(q[n, i])
-            # |approx| <= |q|·|k| <= 1e36 stays finite in float32. The bound of _score_bound
+            # |approx| <= |q|·|k| <= 1e36 stays finite in float32. The bound of score_bound
             # holds for BLAS too: |fl(Σ_t q_t k_t) - Σ_t q_t k_t| <= γ_d Σ_t |q_t k_t| for any
             # summation order and any blocking, with or without fused multiply-adds (an FMA
             # rounds once where a product and a sum round twice), plus its absolute term for
             # gradual underflow (IEEE subnormals, as NumPy and OpenBLAS run: no flush-to-zero).
             # A zero q_norm (a zero query, or one whose squares underflow) takes the exact path.
             if q_norm > 0.0 and q_norm * k_norms[n] <= 1e36 and scale != 0.0:
-                bound = _score_bound(d, q.itemsize, scale, q_norm, k_norms[n])
+                bound = score_bound(d, q.itemsize, scale, q_norm, k_norms[n])
                 size, gap = _attend_query_tile(q[n, i], k[n], v[n], n_keys, kind, atol, rtol,
                                                scale, approx[g, r], bound, candidates,
                                                cand_scores, total, out[n, i])
             else:
-                size, gap = _attend_query(q[n, i], k[n], v[n], key_mask[n], n_keys, kind, 1.0,
+                size, gap = attend_query(q[n, i], k[n], v[n], key_mask[n], n_keys, kind, 1.0,
                                           atol, rtol, scale, scores, total, out[n, i])
             tie_size[n, i] = size
             tie_gap[n, i] = gap
