@@ -17,7 +17,7 @@ or graph nodes (the degree graph). The fused per-string program is an encoding o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -182,9 +182,10 @@ def run_step(backend: Backend[X], step: Step, x: X) -> X:
     return y if step.norm_out is None else backend.norm(y, step.norm_out, branch.norm_name)
 
 
-def run_blocks(spec: ModelSpec, backend: Backend[X], x: X) -> X:
-    """Every step of ``spec`` on the embedded stream ``x``, then the final norm."""
-    for step in steps(spec):
+def run_blocks(spec: ModelSpec, backend: Backend[X], x: X,
+               walk: Sequence[Step] | None = None) -> X:
+    """Every step of ``spec`` (or the given ``walk`` of steps) on ``x``, then the final norm."""
+    for step in steps(spec) if walk is None else walk:
         x = backend.leave(run_step(backend, step, backend.enter(x, step)), step)
     if spec.ln_final is not None:
         x = backend.norm(x, spec.ln_final, "ln_final")

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from satsim.errors import SatsimError
-from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks
+from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks, steps
 from satsim.model.encoding import encode
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.graph import growth_exponent, network_graph
@@ -165,6 +165,14 @@ class SoftTransformer(nn.Module):
             table[row, :length] = term(length)
         return table
 
+    def _pass(self, key_mask: Tensor, beta: float, cache: bool) -> SoftPass:
+        """The backend one forward pass walks the model with."""
+        return SoftPass(self, key_mask, beta, cache)
+
+    def _steps(self) -> tuple[Step, ...]:
+        """The residual steps the forward pass takes (the spec's)."""
+        return steps(self.spec)
+
     def _tensor(self, array: np.ndarray) -> Tensor:
         return torch.tensor(array, dtype=self.dtype, device=self.device)
 
@@ -177,13 +185,13 @@ class SoftTransformer(nn.Module):
         if lengths is None:
             lengths = torch.full((batch,), n, dtype=torch.long)
         key_mask = torch.arange(n, device=self.device)[None, :] < lengths.to(self.device)[:, None]
-        soft = _SoftPass(self, key_mask, beta, cache)
+        soft = self._pass(key_mask, beta, cache)
         x = soft.hook("hook_embed", self.embed.W_E[tokens])
         pos = self._positions(n, lengths)
         if pos is not None:
             x = x + soft.hook("hook_pos_embed", pos.expand(batch, n, -1))
         soft.residuals.append(x)
-        final = run_blocks(self.spec, soft, x)
+        final = run_blocks(self.spec, soft, x, self._steps())
         return SoftRun(soft.unembed(final, self.spec.output), soft.residuals, final, lengths,
                        soft.hooks)
 
@@ -213,7 +221,7 @@ class SoftTransformer(nn.Module):
         return result
 
 
-class _SoftPass(Backend[Tensor]):
+class SoftPass(Backend[Tensor]):
     """The walk's operations on padded (B, T, d) torch tensors, caching TransformerLens hooks."""
 
     def __init__(self, model: SoftTransformer, key_mask: Tensor, beta: float,
@@ -253,12 +261,16 @@ class _SoftPass(Backend[Tensor]):
         allowed = self.key_mask[:, None, None, :]
         if branch.module.causal:
             allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
-        scores = self.hook(f"{p}.hook_attn_scores", scores.masked_fill(~allowed, -math.inf))
+        scores = self.hook(f"{p}.hook_attn_scores", self.mask_scores(scores, allowed))
         pattern = self.hook(f"{p}.hook_pattern", torch.softmax(self.beta * scores, dim=-1))
         z = pattern @ v
         self.hook(f"{p}.hook_z", z.transpose(1, 2))
         out = torch.einsum("bhte,hed->btd", z, attn.W_O)
         return self.hook(branch.out_name, out if attn.get("b_O") is None else out + attn.b_O)
+
+    def mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
+        """Exclude the keys that are not allowed (score −∞, so weight 0)."""
+        return scores.masked_fill(~allowed, -math.inf)
 
     def feed_forward(self, x: Tensor, branch: Branch) -> Tensor:
         """The ReLU feed-forward sublayer."""

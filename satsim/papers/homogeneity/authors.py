@@ -12,13 +12,15 @@ the simulator and the exact limit as a different model.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from torch import Tensor
 
 from satsim.errors import SatsimError
+from satsim.model.architecture import Step, steps
 from satsim.model.spec import ModelSpec
-from satsim.soft import SoftTransformer
+from satsim.soft.model import SoftPass, SoftTransformer
 
 ARRANGEMENTS = ("post", "ln-of-branch")
 """The authors' two arrangements: LN(x + f(x)) and LN(f(x)) + x."""
@@ -45,20 +47,35 @@ class AuthorsTwin(SoftTransformer):
                               "would give padding weight")
         return super().forward(tokens, lengths, **options)
 
-    def _mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
-        if not self.multiplicative_mask:
-            return super()._mask_scores(scores, allowed)
-        return scores * allowed  # disallowed scores become 0, not -inf: they keep weight
+    def _pass(self, key_mask: Tensor, beta: float, cache: bool) -> SoftPass:
+        return _AuthorsPass(self, key_mask, beta, cache)
 
-    def _sublayer(self, x: Tensor, fn, layer: int, ln_name: str, hook) -> Tensor:
+    def _steps(self) -> tuple[Step, ...]:
         if self.arrangement == "post":
-            return super()._sublayer(x, fn, layer, ln_name, hook)
-        eps = getattr(self.spec.blocks[layer], ln_name).eps
-        bag = getattr(self.blocks[layer], ln_name)
-        return self._norm(fn(x), bag, eps, f"blocks.{layer}.{ln_name}", hook) + x
+            return steps(self.spec)
+        # LN(f(x)) + x: the norm moves from after the sum onto the branch's output (``add``).
+        return tuple(replace(step, norm_out=None) for step in steps(self.spec))
 
     def to_spec(self) -> ModelSpec:
         """Refuse: satsim has no limit theory for the authors' mask or LN(f(x)) + x."""
         raise SatsimError("the authors' reproduction model (multiplicative 0/1 mask, "
                           "LN(f(x)) + x) has no spec: satsim's saturated limit has no limit "
                           "theory for it")
+
+
+class _AuthorsPass(SoftPass):
+    """The soft twin's operations with the authors' mask and, for ln-of-branch, LN(f(x)) + x."""
+
+    def mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
+        """Disallowed scores become 0, not −∞, so they keep weight (when the mask multiplies)."""
+        if not self.model.multiplicative_mask:
+            return super().mask_scores(scores, allowed)
+        return scores * allowed
+
+    def add(self, x: Tensor, y: Tensor, step: Step) -> Tensor:
+        """X + f(x) (post), or LN(f(x)) + x (ln-of-branch)."""
+        if self.model.arrangement == "post":
+            return super().add(x, y, step)
+        block = self.model.spec.blocks[step.layer]
+        ln = block.ln1 if step.kind == "attn" else block.ln2
+        return self.norm(y, ln, step.branch.norm_name) + x
