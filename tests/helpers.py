@@ -15,11 +15,12 @@ from satsim.model.spec import (
 )
 
 
-def random_layer_norm(rng, d, dtype, affine):
+def random_layer_norm(rng, d, dtype, affine, kind="layer"):
     if not affine:
-        return LayerNormSpec(eps=1e-5)
-    return LayerNormSpec(w=(1 + 0.1 * rng.standard_normal(d)).astype(dtype),
-                         b=(0.1 * rng.standard_normal(d)).astype(dtype))
+        return LayerNormSpec(eps=1e-5, kind=kind)
+    w = (1 + 0.1 * rng.standard_normal(d)).astype(dtype)
+    b = (0.1 * rng.standard_normal(d)).astype(dtype)
+    return LayerNormSpec(w=w, b=b if kind == "layer" else None, kind=kind)
 
 
 def random_spec(
@@ -39,6 +40,10 @@ def random_spec(
     task: str = "recognition",
     dtype=np.float64,
     n_ctx: int = 64,
+    activation: str = "relu",
+    norm_kind: str = "layer",
+    scale: float | None = None,
+    parallel: bool = False,
 ) -> ModelSpec:
     """A random model over the alphabet 'ab' with BOS, with the chosen architecture."""
     rng = np.random.default_rng(seed)
@@ -56,12 +61,14 @@ def random_spec(
             W_Q=w(n_heads, d_model, d_head, scale=2.0), W_K=w(n_heads, d_model, d_head, scale=2.0),
             W_V=w(n_heads, d_model, d_head), W_O=w(n_heads, d_head, d_model),
             b_Q=b(n_heads, d_head), b_K=b(n_heads, d_head), b_V=b(n_heads, d_head), b_O=b(d_model),
-            causal=causal,
+            causal=causal, scale=scale,
         )
         mlp = FeedForwardSpec(W_in=w(d_model, d_mlp), W_out=w(d_mlp, d_model), b_in=b(d_mlp),
-                              b_out=b(d_model))
-        ln1 = random_layer_norm(rng, d_model, dtype, affine) if norm != "none" else None
-        ln2 = random_layer_norm(rng, d_model, dtype, affine) if norm != "none" else None
+                              b_out=b(d_model), activation=activation)
+        ln1 = (random_layer_norm(rng, d_model, dtype, affine, norm_kind) if norm != "none"
+               else None)
+        ln2 = (random_layer_norm(rng, d_model, dtype, affine, norm_kind) if norm != "none"
+               else None)
         blocks.append(BlockSpec(attn=attn, mlp=mlp, ln1=ln1, ln2=ln2))
     pos = {
         "none": PositionalSpec(),
@@ -81,7 +88,9 @@ def random_spec(
         positional=pos,
         norm=norm,
         residual=residual,
-        ln_final=random_layer_norm(rng, d_model, dtype, affine) if norm == "pre" else None,
+        ln_final=(random_layer_norm(rng, d_model, dtype, affine, norm_kind) if norm == "pre"
+                  else None),
+        parallel=parallel,
         bos="<bos>",
         name=f"random-{seed}",
     )

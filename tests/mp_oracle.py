@@ -29,17 +29,29 @@ def _matmul(x, w):
     return out
 
 
-def _layer_norm(x, w, b, eps):
+def _layer_norm(x, w, b, eps, centre=True):
+    """LayerNorm, or RMSNorm (no centring, no shift) without ``centre``."""
     out = np.empty_like(x)
     d = x.shape[1]
     for i in range(x.shape[0]):
-        mean = mpmath.fsum(x[i]) / d
+        mean = mpmath.fsum(x[i]) / d if centre else mpmath.mpf(0)
         var = mpmath.fsum((v - mean) ** 2 for v in x[i]) / d
         inv = 1 / mpmath.sqrt(var + eps)
         for j in range(d):
             y = (x[i, j] - mean) * inv
-            out[i, j] = y if w is None else y * w[j] + b[j]
+            if w is not None:
+                y = y * w[j]
+            out[i, j] = y if b is None else y + b[j]
     return out
+
+
+ACTIVATIONS = {
+    "relu": lambda v: v if v > 0 else mpmath.mpf(0),
+    "gelu": lambda v: v * (1 + mpmath.erf(v / mpmath.sqrt(2))) / 2,
+    "gelu_tanh": lambda v: v * (1 + mpmath.tanh(mpmath.sqrt(2 / mpmath.pi)
+                                                * (v + mpmath.mpf("0.044715") * v**3))) / 2,
+    "silu": lambda v: v / (1 + mpmath.exp(-v)),
+}
 
 
 def _positions(spec, n, c):
@@ -80,7 +92,9 @@ def _attention(x, attn, c):
         heads_out = np.empty((n, v.shape[1]), dtype=object)
         for i in range(n):
             keys = range(i + 1) if attn.causal else range(n)
-            scores = [mpmath.fsum(q[i, e] * k[j, e] for e in range(d_head)) / mpmath.sqrt(d_head)
+            scale = (1 / mpmath.sqrt(d_head) if attn.scale is None
+                     else mpmath.mpf(float(attn.scale)))
+            scores = [mpmath.fsum(q[i, e] * k[j, e] for e in range(d_head)) * scale
                       for j in keys]
             top = max(scores)
             weights = [mpmath.exp(s - top) for s in scores]
@@ -97,13 +111,13 @@ def _feed_forward(x, mlp, c):
     hidden = _matmul(x, _mp(mlp.W_in, c))
     if mlp.b_in is not None:
         hidden = hidden + _mp(mlp.b_in, c)[None, :]
-    hidden = np.vectorize(lambda v: v if v > 0 else mpmath.mpf(0), otypes=[object])(hidden)
+    hidden = np.vectorize(ACTIVATIONS[mlp.activation], otypes=[object])(hidden)
     out = _matmul(hidden, _mp(mlp.W_out, c))
     return out if mlp.b_out is None else out + _mp(mlp.b_out, c)[None, :]
 
 
 def _norm(x, ln, c):
-    return _layer_norm(x, _mp(ln.w, c), _mp(ln.b, c), mpmath.mpf(ln.eps))
+    return _layer_norm(x, _mp(ln.w, c), _mp(ln.b, c), mpmath.mpf(ln.eps), ln.kind == "layer")
 
 
 def mp_logits(spec, string: str, c: float, dps: int = 120) -> np.ndarray:
@@ -119,19 +133,25 @@ def mp_logits(spec, string: str, c: float, dps: int = 120) -> np.ndarray:
         sublayers = spec.sublayers()
         flags = (spec.residual if isinstance(spec.residual, tuple)
                  else (spec.residual,) * len(sublayers))
-        for (layer, kind), keep in zip(sublayers, flags):
-            block = spec.blocks[layer]
-            fn = ((lambda h, a=block.attn: _attention(h, a, c)) if kind == "attn"
-                  else (lambda h, m=block.mlp: _feed_forward(h, m, c)))
-            ln = block.ln1 if kind == "attn" else block.ln2
-            if spec.norm == "pre":
-                y = fn(_norm(x, ln, c))
-                x = x + y if keep else y
-            else:
-                y = fn(x)
+        keeps = dict(zip(sublayers, flags))
+        for layer, block in enumerate(spec.blocks):
+            parts = [(kind, sub, ln) for kind, sub, ln in (("attn", block.attn, block.ln1),
+                                                           ("mlp", block.mlp, block.ln2))
+                     if sub is not None]
+            groups = [parts] if spec.parallel else [[part] for part in parts]
+            for group in groups:
+                keep = keeps[layer, group[0][0]]
+                outs = []
+                for kind, sub, ln in group:
+                    h = _norm(x, ln, c) if spec.norm == "pre" else x
+                    outs.append(_attention(h, sub, c) if kind == "attn"
+                                else _feed_forward(h, sub, c))
+                y = outs[0]
+                for out in outs[1:]:
+                    y = y + out
                 x = x + y if keep else y
                 if spec.norm == "post":
-                    x = _norm(x, ln, c)
+                    x = _norm(x, group[0][2], c)
         if spec.ln_final is not None:
             x = _norm(x, spec.ln_final, c)
         logits = _matmul(x, _mp(spec.output.W_U, c))

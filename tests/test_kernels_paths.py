@@ -21,7 +21,7 @@ from satsim.errors import SatsimError
 from satsim.model.architecture import counting_heads
 from satsim.model.encoding import embed, encode
 from satsim.model.settings import AttentionSettings, default_tolerance
-from satsim.reference.attention import default_scale
+from satsim.model.spec import default_scale
 
 MODEST = settings(max_examples=40, deadline=None)
 

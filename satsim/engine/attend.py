@@ -21,7 +21,7 @@ from satsim.engine.kernels.layers import use_parallel
 from satsim.engine.kernels.queries import MAX_SCORE
 from satsim.errors import SatsimError
 from satsim.model.settings import ATTENTION_KINDS, tie_tolerance
-from satsim.reference.attention import default_scale
+from satsim.model.spec import default_scale
 
 KIND_CODES = {
     "softmax": kernels.SOFTMAX,

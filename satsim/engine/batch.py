@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.attend import attention
+from satsim.engine.kernels.layers import ACTIVATION_CODES
 from satsim.engine.kernels.layers import run_affine as affine
 from satsim.engine.kernels.layers import run_layer_norm as layer_norm
 from satsim.model.architecture import Backend, Branch, Step, counting_heads, run
@@ -49,18 +50,19 @@ def _rows(x: np.ndarray) -> np.ndarray:
 
 
 def apply_layer_norm(x: np.ndarray, ln: LayerNormSpec) -> np.ndarray:
-    """LayerNorm of (B, T, d) through the Numba kernel."""
+    """LayerNorm or RMSNorm of (B, T, d) through the Numba kernel."""
     d = x.shape[-1]
-    w = ln.w if ln.affine else np.ones(d, dtype=x.dtype)
-    b = ln.b if ln.affine else np.zeros(d, dtype=x.dtype)
-    return layer_norm(_rows(x), w, b, ln.eps, ln.affine).reshape(x.shape)
+    w = ln.w if ln.w is not None else np.ones(d, dtype=x.dtype)
+    b = ln.b if ln.b is not None else np.zeros(d, dtype=x.dtype)
+    return layer_norm(_rows(x), w, b, ln.eps, ln.affine, ln.centred).reshape(x.shape)
 
 
 def apply_feed_forward(x: np.ndarray, mlp: FeedForwardSpec) -> np.ndarray:
-    """ReLU feed-forward of (B, T, d) through the Numba kernels."""
+    """The feed-forward sublayer of (B, T, d) through the Numba kernels."""
     d_mlp = mlp.W_in.shape[1]
-    hidden = affine(_rows(x), mlp.W_in, _bias(mlp.b_in, d_mlp, x.dtype), True)
-    out = affine(hidden, mlp.W_out, _bias(mlp.b_out, x.shape[-1], x.dtype), False)
+    hidden = affine(_rows(x), mlp.W_in, _bias(mlp.b_in, d_mlp, x.dtype),
+                    ACTIVATION_CODES[mlp.activation])
+    out = affine(hidden, mlp.W_out, _bias(mlp.b_out, x.shape[-1], x.dtype))
     return out.reshape(x.shape)
 
 
@@ -79,7 +81,7 @@ def _project(x: np.ndarray, weights: list[np.ndarray], biases: list[np.ndarray |
         flat_bias.append(_bias(None if bias is None else bias.reshape(-1), heads * e, x.dtype))
         widths.append((heads, e))
     out = affine(_rows(x), np.ascontiguousarray(np.concatenate(flat, axis=1)),
-                 np.concatenate(flat_bias), False)
+                 np.concatenate(flat_bias))
     results, start = [], 0
     for heads, e in widths:
         part = out[:, start : start + heads * e].reshape(batch, length, heads, e)
@@ -96,13 +98,13 @@ def apply_attention(
     head_mask = mask[:, None, :]
     result = attention(
         q, k, v, kind=settings.kind, beta=settings.beta, causal=attn.causal, mask=head_mask,
-        query_mask=head_mask, atol=settings.atol, rtol=settings.rtol,
+        query_mask=head_mask, atol=settings.atol, rtol=settings.rtol, scale=attn.score_scale,
         same_scores=counting_heads(attn),
     )
     batch, heads, length, d_v = result.output.shape
     stacked = np.ascontiguousarray(result.output.transpose(0, 2, 1, 3).reshape(-1, heads * d_v))
     w_out = np.ascontiguousarray(attn.W_O.reshape(heads * d_v, -1))
-    out = affine(stacked, w_out, _bias(attn.b_O, x.shape[-1], x.dtype), False)
+    out = affine(stacked, w_out, _bias(attn.b_O, x.shape[-1], x.dtype))
     trace = LayerTrace(q, k, result.output, result.tie_size, result.tie_gap)
     return out.reshape(x.shape), trace
 
@@ -168,8 +170,7 @@ class BatchBackend(Backend[np.ndarray]):
 
     def unembed(self, x: np.ndarray, output: OutputSpec) -> np.ndarray:
         """Logits of every position, (B, T, n_outputs)."""
-        logits = affine(_rows(x), output.W_U, _bias(output.b_U, len(output.labels), x.dtype),
-                        False)
+        logits = affine(_rows(x), output.W_U, _bias(output.b_U, len(output.labels), x.dtype))
         return logits.reshape(x.shape[0], x.shape[1], -1)
 
 

@@ -16,12 +16,12 @@ import numpy as np
 from satsim.engine.attend import KIND_CODES
 from satsim.engine.kernels import classes
 from satsim.engine.kernels import fused as fk
+from satsim.engine.kernels.layers import ACTIVATION_CODES
 from satsim.engine.kernels.queries import SAME_SCORES, UNKNOWN
 from satsim.model.architecture import counting_heads, steps
 from satsim.model.encoding import positional_vectors
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec
-from satsim.reference.attention import default_scale
 
 
 def _bias(vector: np.ndarray | None, size: int, dtype: np.dtype) -> np.ndarray:
@@ -75,22 +75,25 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
 
     def put_norm(columns: np.ndarray, ln: LayerNormSpec | None) -> None:
         if ln is None:
-            columns[:] = (0, 0, 0, -1)
+            columns[:] = (0, 0, 0, -1, 0)
             return
-        w = ln.w if ln.affine else np.ones(d, dtype=dtype)
-        b = ln.b if ln.affine else np.zeros(d, dtype=dtype)
-        columns[:] = (put(w), put(b), int(ln.affine), put_real(ln.eps))
+        w = ln.w if ln.w is not None else np.ones(d, dtype=dtype)
+        b = ln.b if ln.b is not None else np.zeros(d, dtype=dtype)
+        columns[:] = (put(w), put(b), int(ln.affine), put_real(ln.eps), int(ln.centred))
 
     rows: list[np.ndarray] = []
     known: list[int] = []
     widest = {"cols": 0, "dh": 0, "dv": 0, "stack": 0, "mlp": 0}
     for step in steps(spec):
-        sub = step.branch.module
+        if len(step.branches) > 1:
+            return None  # a parallel block: the layer-by-layer path runs it
+        [branch] = step.branches
+        sub = branch.module
         row = np.zeros(fk.PROGRAM_WIDTH, dtype=np.int64)
         row[fk.KEEP] = int(step.keep)
-        put_norm(row[fk.IN_NORM : fk.IN_NORM + 4], step.branch.norm)
-        put_norm(row[fk.OUT_NORM : fk.OUT_NORM + 4], step.norm_out)
-        if step.kind == "attn":
+        put_norm(row[fk.IN_NORM : fk.IN_NORM + fk.NORM_WIDTH], branch.norm)
+        put_norm(row[fk.OUT_NORM : fk.OUT_NORM + fk.NORM_WIDTH], step.norm_out)
+        if branch.kind == "attn":
             heads, _, d_head = sub.W_Q.shape
             d_v = sub.W_V.shape[2]
             if d_head == 0:
@@ -108,7 +111,7 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
             row[fk.ATTN_W_O] = put(sub.W_O.reshape(heads * d_v, d))
             row[fk.ATTN_B_O] = put(sub.b_O, d)
             row[fk.ATTN_KNOWN] = len(known)
-            row[fk.ATTN_SCALE] = put_real(default_scale(d_head))
+            row[fk.ATTN_SCALE] = put_real(sub.score_scale)
             known.extend(SAME_SCORES if c else UNKNOWN for c in counting_heads(sub))
             widest["cols"] = max(widest["cols"], n_cols)
             widest["dh"] = max(widest["dh"], d_head)
@@ -120,6 +123,7 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
             row[fk.MLP_D] = d_mlp
             row[fk.MLP_W_IN], row[fk.MLP_B_IN] = put(sub.W_in), put(sub.b_in, d_mlp)
             row[fk.MLP_W_OUT], row[fk.MLP_B_OUT] = put(sub.W_out), put(sub.b_out, d)
+            row[fk.MLP_ACTIVATION] = ACTIVATION_CODES[sub.activation]
             widest["mlp"] = max(widest["mlp"], d_mlp)
         rows.append(row)
     out = spec.output
@@ -128,7 +132,7 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
     dims[fk.MAX_COLS], dims[fk.MAX_DH], dims[fk.MAX_DV] = widest["cols"], widest["dh"], widest["dv"]
     dims[fk.MAX_STACK], dims[fk.MAX_MLP] = widest["stack"], widest["mlp"]
     dims[fk.READ_LAST] = int(out.readout == "last")
-    put_norm(dims[fk.FINAL_NORM : fk.FINAL_NORM + 4], spec.ln_final)
+    put_norm(dims[fk.FINAL_NORM : fk.FINAL_NORM + fk.NORM_WIDTH], spec.ln_final)
     dims[fk.W_U], dims[fk.B_U] = put(out.W_U), put(out.b_U, len(out.labels))
     program = np.stack(rows) if rows else np.zeros((0, fk.PROGRAM_WIDTH), dtype=np.int64)
     return FusedModel(

@@ -3,23 +3,25 @@
 A model is its embedding (tokens plus a positional term), then a list of residual steps, then an
 optional final norm and the unembedding. Each step reads the stream ``x`` and writes
 
-    y = branch(norm_in(x))          the sublayer, with its norm when the placement is "pre"
+    y = Σ branch(norm_in(x))        its sublayers (one, or attention and feed-forward side by
+                                    side in a parallel block), each with its norm when "pre"
     y = x + y                       when the step keeps the residual
     y = norm_out(y)                 when the placement is "post"
 
-:func:`steps` derives that list from a spec (the norm placement and residual rule live there
-and nowhere else) and :func:`run` walks it over a :class:`Backend`, which supplies the
-operations on its own kind of value: NumPy arrays (the reference), padded batches through the
-compiled kernels (the engine), torch tensors (the soft twin), power series in c (the exact limit)
-or graph nodes (the degree graph). The fused per-string program is an encoding of the same
-:func:`steps`. :func:`position_term` is the one dispatch over positional kinds.
+:func:`steps` derives that list from a spec (the norm placement, the residual rule and the
+parallel arrangement live there and nowhere else) and :func:`run` walks it over a
+:class:`Backend`, which supplies the operations on its own kind of value: NumPy arrays (the
+reference), padded batches through the compiled kernels (the engine), torch tensors (the soft
+twin), power series in c (the exact limit) or graph nodes (the degree graph). The fused
+per-string program is an encoding of the same :func:`steps`. :func:`position_term` is the one
+dispatch over positional kinds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -62,9 +64,9 @@ class Branch:
 
 @dataclass(frozen=True)
 class Step:
-    """One residual update of the stream: its branch, residual, and norm after the sum."""
+    """One residual update of the stream: its branches, residual, and norm after the sum."""
 
-    branch: Branch
+    branches: tuple[Branch, ...]  # one sublayer, or attention and feed-forward in parallel
     keep: bool  # the stream is added back (the skip connection)
     norm_out: LayerNormSpec | None  # applied after the sum ("post" placement)
     in_name: str  # the stream this step reads, blocks.{layer}.hook_resid_pre / _mid
@@ -73,12 +75,12 @@ class Step:
     @property
     def layer(self) -> int:
         """The block this step belongs to."""
-        return self.branch.layer
+        return self.branches[0].layer
 
     @property
-    def kind(self) -> str:
-        """The branch's kind, "attn" or "mlp"."""
-        return self.branch.kind
+    def norm_name(self) -> str:
+        """Where the norm after the sum keeps its weights and hooks (its branch's norm)."""
+        return self.branches[0].norm_name
 
     @property
     def starts_block(self) -> bool:
@@ -86,24 +88,30 @@ class Step:
         return self.in_name.endswith("hook_resid_pre")
 
 
+def _branches(spec: ModelSpec, layer: int) -> list[Branch]:
+    """The sublayers of block ``layer``, each with its input norm when the placement is "pre"."""
+    block = spec.blocks[layer]
+    return [Branch(layer, kind, getattr(block, kind),
+                   getattr(block, norm_name) if spec.norm == "pre" else None,
+                   f"blocks.{layer}.{norm_name}")
+            for kind, norm_name in (("attn", "ln1"), ("mlp", "ln2"))
+            if getattr(block, kind) is not None]
+
+
 def steps(spec: ModelSpec) -> tuple[Step, ...]:
     """The residual steps of ``spec`` in order: the norm placement and residual rule, once."""
     found = []
     for layer, block in enumerate(spec.blocks):
-        stage = "pre"
-        for kind, norm_name in (("attn", "ln1"), ("mlp", "ln2")):
-            module = getattr(block, kind)
-            if module is None:
-                continue
-            ln = getattr(block, norm_name)
-            last = kind == "mlp" or block.mlp is None
-            branch = Branch(layer, kind, module, ln if spec.norm == "pre" else None,
-                            f"blocks.{layer}.{norm_name}")
+        branches = _branches(spec, layer)
+        groups = [branches] if spec.parallel and branches else [[b] for b in branches]
+        for index, group in enumerate(groups):
+            first, last = index == 0, index == len(groups) - 1
+            ln = getattr(block, "ln1" if group[0].kind == "attn" else "ln2")
             found.append(Step(
-                branch, spec.keeps_residual(layer, kind), ln if spec.norm == "post" else None,
-                f"blocks.{layer}.hook_resid_{stage}",
+                tuple(group), spec.keeps_residual(layer, group[0].kind),
+                ln if spec.norm == "post" else None,
+                f"blocks.{layer}.hook_resid_{'pre' if first else 'mid'}",
                 f"blocks.{layer}.hook_resid_{'post' if last else 'mid'}"))
-            stage = "mid"
     return tuple(found)
 
 
@@ -155,9 +163,12 @@ class Backend(Generic[X]):
         """The feed-forward sublayer's output for input ``x``."""
         raise NotImplementedError
 
-    def add(self, x: X, y: X, step: Step) -> X:
-        """The residual sum of a step's input and its branch's output."""
-        return x + y
+    def add(self, terms: list[X], step: Step) -> X:
+        """The sum of a step's terms (its input when kept, then its branches' outputs), in order."""
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
 
     def enter(self, x: X, step: Step) -> X:
         """Called with the stream a step reads, before it runs."""
@@ -172,14 +183,20 @@ class Backend(Generic[X]):
         raise NotImplementedError
 
 
+def run_branch(backend: Backend[X], branch: Branch, x: X) -> X:
+    """One sublayer on the stream ``x``, through its input norm when it has one."""
+    h = x if branch.norm is None else backend.norm(x, branch.norm, branch.norm_name)
+    if branch.kind == "attn":
+        return backend.attention(h, branch)
+    return backend.feed_forward(h, branch)
+
+
 def run_step(backend: Backend[X], step: Step, x: X) -> X:
     """One residual step through ``backend``."""
-    branch = step.branch
-    h = x if branch.norm is None else backend.norm(x, branch.norm, branch.norm_name)
-    y = backend.attention(h, branch) if branch.kind == "attn" else backend.feed_forward(h, branch)
-    if step.keep:
-        y = backend.add(x, y, step)
-    return y if step.norm_out is None else backend.norm(y, step.norm_out, branch.norm_name)
+    terms = [x] if step.keep else []
+    terms += [run_branch(backend, branch, x) for branch in step.branches]
+    y = terms[0] if len(terms) == 1 else backend.add(terms, step)
+    return y if step.norm_out is None else backend.norm(y, step.norm_out, step.norm_name)
 
 
 def run_blocks(spec: ModelSpec, backend: Backend[X], x: X,
@@ -200,18 +217,12 @@ def run(spec: ModelSpec, backend: Backend[X], x: X) -> X:
 def counting_heads(attn: AttentionSpec) -> np.ndarray:
     """Heads whose scores are constant for every query by construction, from the weights, (H,).
 
-    A zero key map makes every key the row b_K; a zero query map and bias make every query zero.
-    Either way every allowed key ties, and the head is a (prefix) mean of its values.
+    A zero key map makes every key the row b_K; a zero query map and bias make every query zero;
+    a zero score scale makes every score zero. Either way every allowed key ties, and the head is
+    a (prefix) mean of its values.
     """
     constant_keys = ~attn.W_K.reshape(attn.W_K.shape[0], -1).any(axis=1)
     zero_queries = ~attn.W_Q.reshape(attn.W_Q.shape[0], -1).any(axis=1)
     if attn.b_Q is not None:
         zero_queries &= ~attn.b_Q.reshape(attn.b_Q.shape[0], -1).any(axis=1)
-    return constant_keys | zero_queries
-
-
-def branch_tensors(branch: Branch) -> dict[str, Any]:
-    """The branch's tensors by their short names (``W_Q``, ``b_in``, …); absent biases are None."""
-    fields = (("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O") if branch.kind == "attn"
-              else ("W_in", "W_out", "b_in", "b_out"))
-    return {name: getattr(branch.module, name) for name in fields}
+    return constant_keys | zero_queries | (attn.score_scale == 0)

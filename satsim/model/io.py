@@ -20,20 +20,22 @@ from satsim.model.spec import (
 )
 
 FORMAT = "satsim-spec"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
+"""Version 2 added norm kinds, attention scales, activations and parallel blocks."""
 METADATA_KEY = "satsim"
 
 
 def _norm_config(ln: LayerNormSpec | None) -> dict[str, Any] | None:
-    return None if ln is None else {"eps": ln.eps, "affine": ln.affine}
+    return None if ln is None else {"eps": ln.eps, "affine": ln.affine, "kind": ln.kind}
 
 
 def spec_config(spec: ModelSpec) -> dict[str, Any]:
     """Everything about ``spec`` that is not a tensor, as a JSON-ready dict."""
     blocks = [
         {
-            "attn": None if b.attn is None else {"causal": b.attn.causal},
-            "mlp": b.mlp is not None,
+            "attn": None if b.attn is None else {"causal": b.attn.causal, "scale": b.attn.scale},
+            "mlp": None if b.mlp is None else {"activation": b.mlp.activation},
             "ln1": _norm_config(b.ln1),
             "ln2": _norm_config(b.ln2),
         }
@@ -49,6 +51,7 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
         "bos": spec.bos,
         "eos": spec.eos,
         "norm": spec.norm,
+        "parallel": spec.parallel,
         "residual": spec.residual if isinstance(spec.residual, bool) else list(spec.residual),
         "positional": {"kind": spec.positional.kind, "features": list(spec.positional.features)},
         "blocks": blocks,
@@ -97,9 +100,9 @@ def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         raise WeightsFileError(f"{path} has a corrupt satsim configuration ({error})") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise WeightsFileError(f"{path} does not hold a {FORMAT} configuration")
-    if config.get("version") != VERSION:
+    if config.get("version") not in READABLE_VERSIONS:
         raise WeightsFileError(f"{path} has format version {config.get('version')}; "
-                               f"this satsim reads version {VERSION}")
+                               f"this satsim reads versions {READABLE_VERSIONS}")
     return config, tensors
 
 
@@ -127,9 +130,11 @@ def _check_tensor_list(config: dict[str, Any], tensors: dict[str, np.ndarray]) -
 def _layer_norm(cfg: dict[str, Any] | None, tensors: dict[str, np.ndarray], prefix: str):
     if cfg is None:
         return None
+    kind = cfg.get("kind", "layer")
     if cfg["affine"]:
-        return LayerNormSpec(w=tensors[f"{prefix}.w"], b=tensors[f"{prefix}.b"], eps=cfg["eps"])
-    return LayerNormSpec(eps=cfg["eps"])
+        return LayerNormSpec(w=tensors[f"{prefix}.w"], b=tensors.get(f"{prefix}.b"),
+                             eps=cfg["eps"], kind=kind)
+    return LayerNormSpec(eps=cfg["eps"], kind=kind)
 
 
 def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> ModelSpec:
@@ -142,11 +147,14 @@ def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> M
         if cfg["attn"] is not None:
             names = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
             parts = {n: tensors.get(f"{prefix}.attn.{n}") for n in names}
-            attn = AttentionSpec(**parts, causal=bool(cfg["attn"]["causal"]))
+            attn = AttentionSpec(**parts, causal=bool(cfg["attn"]["causal"]),
+                                 scale=cfg["attn"].get("scale"))
         mlp = None
-        if cfg["mlp"]:
+        if cfg["mlp"]:  # version 1: true; version 2: its settings
             names = ("W_in", "W_out", "b_in", "b_out")
-            mlp = FeedForwardSpec(**{n: tensors.get(f"{prefix}.mlp.{n}") for n in names})
+            settings = cfg["mlp"] if isinstance(cfg["mlp"], dict) else {}
+            mlp = FeedForwardSpec(**{n: tensors.get(f"{prefix}.mlp.{n}") for n in names},
+                                  activation=settings.get("activation", "relu"))
         blocks.append(BlockSpec(
             attn=attn,
             mlp=mlp,
@@ -173,6 +181,7 @@ def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> M
         output=output,
         positional=positional,
         norm=config["norm"],
+        parallel=bool(config.get("parallel", False)),
         residual=(tuple(config["residual"]) if isinstance(config["residual"], list)
                   else bool(config["residual"])),
         ln_final=_layer_norm(config["ln_final"], tensors, "ln_final"),

@@ -7,6 +7,7 @@ already inspect. Validation happens at construction and names the offending tens
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
@@ -18,6 +19,10 @@ from satsim.model.positions import FEATURES, POSITION_KINDS
 NORM_PLACEMENTS = ("none", "pre", "post")
 TASKS = ("recognition", "next-symbol")
 READOUTS = ("last", "per-position")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+"""Feed-forward activations: ReLU, GELU (erf form), GELU (tanh form, TL's gelu_new), SiLU."""
+NORM_KINDS = ("layer", "rms")
+"""LayerNorm (centre, then divide by the RMS) and RMSNorm (divide by the RMS; a scale only)."""
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 Array = np.ndarray
 
@@ -54,25 +59,44 @@ def tensor(optional: bool = False) -> Any:
     return field(metadata={"tensor": True})
 
 
+def default_scale(d_head: int) -> float:
+    """The default score scale 1/√d_head."""
+    return 1.0 / math.sqrt(d_head)
+
+
 @dataclass(frozen=True)
 class LayerNormSpec:
-    """LayerNorm over the model dimension; ``w``/``b`` (γ, β) both present or both absent."""
+    """A norm over the model dimension: LayerNorm (``kind`` "layer") or RMSNorm ("rms").
+
+    LayerNorm: (x - mean) / sqrt(var + eps), then γ (``w``) and β (``b``), both or neither.
+    RMSNorm: x / sqrt(mean(x²) + eps), then γ (``w``) when present; it has no β.
+    """
 
     w: Array | None = tensor(optional=True)
     b: Array | None = tensor(optional=True)
     eps: float = 1e-5
+    kind: str = "layer"
 
     def __post_init__(self) -> None:
         _freeze_fields(self, "ln.")
-        if (self.w is None) != (self.b is None):
+        if self.kind not in NORM_KINDS:
+            raise SpecError(f"unknown norm kind {self.kind!r}; known: {NORM_KINDS}")
+        if self.kind == "layer" and (self.w is None) != (self.b is None):
             raise SpecError("LayerNorm needs both w (gamma) and b (beta), or neither")
+        if self.kind == "rms" and self.b is not None:
+            raise SpecError("RMSNorm has a scale w only, no shift b")
         if not (np.isfinite(self.eps) and self.eps > 0):
-            raise SpecError(f"LayerNorm eps must be positive and finite, got {self.eps}")
+            raise SpecError(f"norm eps must be positive and finite, got {self.eps}")
 
     @property
     def affine(self) -> bool:
-        """Whether the LayerNorm has a learned scale and shift."""
+        """Whether the norm has a learned scale (and, for LayerNorm, shift)."""
         return self.w is not None
+
+    @property
+    def centred(self) -> bool:
+        """Whether the mean is subtracted first (LayerNorm, not RMSNorm)."""
+        return self.kind == "layer"
 
 
 @dataclass(frozen=True)
@@ -88,9 +112,14 @@ class AttentionSpec:
     b_V: Array | None = tensor(optional=True)
     b_O: Array | None = tensor(optional=True)
     causal: bool = True
+    scale: float | None = None  # the scores are scale · q·k; None: 1/√d_head
 
     def __post_init__(self) -> None:
         _freeze_fields(self, "attn.")
+        if self.scale is not None:
+            object.__setattr__(self, "scale", float(self.scale))
+            if not np.isfinite(self.scale):
+                raise SpecError(f"attention scale must be finite, got {self.scale}")
         if self.W_Q.ndim != 3:
             raise SpecError(f"attn.W_Q must be [n_heads, d_model, d_head], got {self.W_Q.shape}")
         n_heads, d_model, d_head = self.W_Q.shape
@@ -118,18 +147,26 @@ class AttentionSpec:
         """Value dimension per head."""
         return self.W_V.shape[2]
 
+    @property
+    def score_scale(self) -> float:
+        """The factor of q·k in the scores: ``scale``, or 1/√d_head by default."""
+        return self.scale if self.scale is not None else default_scale(self.d_head)
+
 
 @dataclass(frozen=True)
 class FeedForwardSpec:
-    """Position-wise ReLU feed-forward: relu(x W_in + b_in) W_out + b_out."""
+    """Position-wise feed-forward: act(x W_in + b_in) W_out + b_out, ``act`` in ACTIVATIONS."""
 
     W_in: Array = tensor()
     W_out: Array = tensor()
     b_in: Array | None = tensor(optional=True)
     b_out: Array | None = tensor(optional=True)
+    activation: str = "relu"
 
     def __post_init__(self) -> None:
         _freeze_fields(self, "mlp.")
+        if self.activation not in ACTIVATIONS:
+            raise SpecError(f"unknown activation {self.activation!r}; known: {ACTIVATIONS}")
         if self.W_in.ndim != 2:
             raise SpecError(f"mlp.W_in must be [d_model, d_mlp], got {self.W_in.shape}")
         d_model, d_mlp = self.W_in.shape
@@ -215,9 +252,11 @@ class ModelSpec:
     Forward pass (``norm`` sets LayerNorm placement, ``residual`` the skip connections):
     ``post``: x = LN(x + f(x)); ``pre``: x = x + f(LN(x)); ``none``: x = x + f(x).
     ``residual`` is one flag for all sublayers or one per present sublayer, in order (a limit
-    network may keep the skip connection at some sublayers only).
-    Attention scores are q·k/√d_head. Recognition accepts iff the readout logit is > 0;
-    next-symbol predicts the labels whose logits are > 0 at every position.
+    network may keep the skip connection at some sublayers only). With ``parallel``, a block's
+    attention and feed-forward read the same stream: x + attn(LN1(x)) + mlp(LN2(x)).
+    Attention scores are scale·q·k (1/√d_head by default). Recognition accepts iff the readout
+    logit is > 0; next-symbol predicts the labels whose logits are > 0 at every position.
+    :mod:`satsim.model.architecture` states this walk once for every backend.
     """
 
     vocab: tuple[str, ...]
@@ -228,6 +267,7 @@ class ModelSpec:
     norm: str = "none"
     residual: bool | tuple[bool, ...] = True
     ln_final: LayerNormSpec | None = None
+    parallel: bool = False
     bos: str | None = None
     eos: str | None = None
     name: str = "model"
@@ -252,6 +292,8 @@ class ModelSpec:
         if isinstance(self.residual, tuple) and len(self.residual) != len(self.sublayers()):
             raise SpecError(f"residual has {len(self.residual)} flags for "
                             f"{len(self.sublayers())} sublayers")
+        if self.parallel:
+            self._check_parallel()
         if self.output.task == "next-symbol" and self.bos is None:
             raise SpecError("a next-symbol model needs a BOS token (it reads the empty prefix)")
 
@@ -304,6 +346,15 @@ class ModelSpec:
                 if has_ln != wants_ln:
                     need = "needs" if wants_ln else "must not have"
                     raise SpecError(f"blocks.{layer} {need} {ln_name} with norm={self.norm!r}")
+
+    def _check_parallel(self) -> None:
+        if self.norm == "post":
+            raise SpecError("parallel attention and feed-forward need norm 'pre' or 'none'")
+        for layer, block in enumerate(self.blocks):
+            if block.attn is not None and block.mlp is not None and (
+                    self.keeps_residual(layer, "attn") != self.keeps_residual(layer, "mlp")):
+                raise SpecError(f"blocks.{layer} is parallel: its attention and feed-forward "
+                                "share one residual flag")
 
     @property
     def d_model(self) -> int:

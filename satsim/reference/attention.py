@@ -13,19 +13,14 @@ A query with no allowed key, or a padded query, gets a zero output row, tie size
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
+from satsim.model.spec import default_scale
 
 """The attention kinds, by the names the API, the CLI and the specs use."""
 
-
-def default_scale(d: int) -> float:
-    """Return the default score scale 1/sqrt(d) of key dimension ``d``."""
-    return 1.0 / math.sqrt(d)
 
 
 def tie_threshold(max_score: np.ndarray, atol: float, rtol: float) -> np.ndarray:

@@ -5,6 +5,7 @@ The simulator's compiled forward pass must agree with this one; tests compare th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,17 +33,30 @@ class ReferenceRun:
 
 
 def layer_norm(x: np.ndarray, ln: LayerNormSpec) -> np.ndarray:
-    """Normalise each row to zero mean and unit variance, then apply γ, β when present."""
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    y = (x - mean) / np.sqrt(var + ln.eps)
-    return y * ln.w + ln.b if ln.affine else y
+    """LayerNorm (zero mean, unit variance) or RMSNorm (unit mean square), then γ (and β)."""
+    centred = x - x.mean(axis=-1, keepdims=True) if ln.centred else x
+    y = centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + ln.eps)
+    if ln.w is not None:
+        y = y * ln.w
+    return y if ln.b is None else y + ln.b
+
+
+_erf = np.vectorize(math.erf, otypes=[float])
+
+ACTIVATION_FUNCTIONS = {
+    "relu": lambda z: np.maximum(z, 0),
+    "gelu": lambda z: 0.5 * z * (1 + _erf(z / math.sqrt(2))),
+    "gelu_tanh": lambda z: 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3))),
+    "silu": lambda z: z / (1 + np.exp(-z)),
+}
+"""Each feed-forward activation on NumPy arrays (the definitions; see docs/semantics.md)."""
 
 
 def feed_forward(x: np.ndarray, mlp: FeedForwardSpec) -> np.ndarray:
-    """ReLU feed-forward sublayer."""
+    """The feed-forward sublayer with its activation."""
     hidden = x @ mlp.W_in + (0 if mlp.b_in is None else mlp.b_in)
-    return np.maximum(hidden, 0) @ mlp.W_out + (0 if mlp.b_out is None else mlp.b_out)
+    activated = ACTIVATION_FUNCTIONS[mlp.activation](hidden)
+    return activated @ mlp.W_out + (0 if mlp.b_out is None else mlp.b_out)
 
 
 def head_inputs(x: np.ndarray, attn: AttentionSpec) -> tuple[np.ndarray, ...]:
@@ -59,22 +73,23 @@ def head_inputs(x: np.ndarray, attn: AttentionSpec) -> tuple[np.ndarray, ...]:
     return q, k, v
 
 
-def attend(q, k, v, causal: bool, settings: AttentionSettings) -> np.ndarray:
-    """Apply the chosen attention kind to per-head (q, k, v)."""
+def attend(q, k, v, causal: bool, settings: AttentionSettings,
+           scale: float | None = None) -> np.ndarray:
+    """Apply the chosen attention kind to per-head (q, k, v); scores are scale·q·k."""
     if settings.kind == "softmax":
-        return ref.softmax_attention(q, k, v, beta=settings.beta, causal=causal)
+        return ref.softmax_attention(q, k, v, beta=settings.beta, causal=causal, scale=scale)
     if settings.kind == "saturated":
         return ref.saturated_attention(q, k, v, causal=causal, atol=settings.atol,
-                                       rtol=settings.rtol)
+                                       rtol=settings.rtol, scale=scale)
     side = settings.kind.removeprefix("unique-")
     return ref.unique_hard_attention(q, k, v, side=side, causal=causal, atol=settings.atol,
-                                     rtol=settings.rtol)
+                                     rtol=settings.rtol, scale=scale)
 
 
 def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettings) -> np.ndarray:
     """Multi-head self-attention sublayer: the heads' outputs projected by W_O and summed."""
     q, k, v = head_inputs(x, attn)
-    heads = attend(q, k, v, attn.causal, settings)
+    heads = attend(q, k, v, attn.causal, settings, attn.score_scale)
     out = np.einsum("hte,hed->td", heads, attn.W_O)
     return out if attn.b_O is None else out + attn.b_O
 

@@ -22,6 +22,7 @@ import numpy as np
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
+from satsim.reference.forward import ACTIVATION_FUNCTIONS
 from satsim.saturation.scaling import Rates, rated
 from satsim.saturation.series import (
     NO_DEGREE,
@@ -37,6 +38,7 @@ from satsim.saturation.series import (
     product,
     ratio_series,
     relu,
+    relu_like,
     weighted_sum,
 )
 
@@ -209,9 +211,9 @@ class _Evaluator(Backend[Series]):
         return tokens if term is None else add(tokens, term)
 
     def norm(self, x: Series, ln: LayerNormSpec, name: str) -> Series:
-        """LayerNorm of a series, noting undetermined and vanishing rows."""
+        """LayerNorm or RMSNorm of a series, noting undetermined and vanishing rows."""
         where = f"{name}.hook_normalized"
-        y, lead = layer_norm(x, ln.eps)
+        y, lead = layer_norm(x, ln.eps, ln.centred)
         alive = lead > NO_DEGREE
         for position in np.flatnonzero(np.isnan(y.terms[0]).all(axis=-1)):
             self.findings.append(Finding(
@@ -225,7 +227,8 @@ class _Evaluator(Backend[Series]):
                 f"normalised at degree {int(lead[position])}"))
         if not ln.affine:
             return y
-        return add(contract(y, "...d,d->...d", ln.w), constant(ln.b, 1))
+        scaled = contract(y, "...d,d->...d", ln.w)
+        return scaled if ln.b is None else add(scaled, constant(ln.b, 1))
 
     def linear(self, x: Series, pattern: str, weight, bias, bias_shape=None) -> Series:
         out = contract(x, pattern, weight)
@@ -241,7 +244,7 @@ class _Evaluator(Backend[Series]):
         k = self.linear(x, "td,hde->hte", attn.W_K, attn.b_K, (h, 1, -1))
         v = self.linear(x, "td,hde->hte", attn.W_V, attn.b_V, (h, 1, -1))
         raw = product(q, k, "hte,hse->hts")
-        scores = Series({d: t / math.sqrt(attn.d_head) for d, t in raw.terms.items()}, raw.floor)
+        scores = Series({d: t * attn.score_scale for d, t in raw.terms.items()}, raw.floor)
         ties = limit_weights(scores, attn.causal, h, self.length)
         self.heads.append(ties.head)
         self.report(ties, v.terms[v.top], where)
@@ -273,12 +276,16 @@ class _Evaluator(Backend[Series]):
     def feed_forward(self, x: Series, branch: Branch) -> Series:
         """The feed-forward sublayer."""
         mlp = branch.module
-        hidden = relu(self.linear(x, "td,de->te", mlp.W_in, mlp.b_in))
+        pre = self.linear(x, "td,de->te", mlp.W_in, mlp.b_in)
+        if mlp.activation == "relu":
+            hidden = relu(pre)
+        else:
+            hidden = relu_like(pre, ACTIVATION_FUNCTIONS[mlp.activation])
         return self.linear(hidden, "te,ed->td", mlp.W_out, mlp.b_out)
 
-    def add(self, x: Series, y: Series, step: Step) -> Series:
+    def add(self, terms: list[Series], step: Step) -> Series:
         """The residual sum."""
-        return add(x, y)
+        return add(*terms)
 
     def leave(self, x: Series, step: Step) -> Series:
         """Keep the stream and note rows whose top term vanishes."""

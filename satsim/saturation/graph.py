@@ -26,20 +26,22 @@ from satsim.model.architecture import (
     position_term,
     run,
 )
-from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
+from satsim.model.spec import ACTIVATIONS, LayerNormSpec, ModelSpec, OutputSpec
 
-OPS = ("param", "const", "product", "sum", "layernorm", "relu", "softmax", "identity")
+OPS = ("param", "const", "product", "sum", "layernorm", "rmsnorm", *ACTIVATIONS, "softmax",
+       "identity")
+"""Node ops; an activation's op is its name (gelu(cz)/c → relu(z): every one has ReLU's degree)."""
 
 
 def _degree(op: str, inputs: list[int]) -> int:
     """Degree of a node from its op and its inputs' degrees (Table 1 of seed 001)."""
     if op == "param":
         return 1
-    if op in ("const", "layernorm", "softmax"):
+    if op in ("const", "layernorm", "rmsnorm", "softmax"):
         return 0
     if op == "product":
         return sum(inputs)
-    return max(inputs)  # sum, relu, identity
+    return max(inputs)  # sum, an activation, identity
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class _Builder(Backend[str]):
         self.g = nx.DiGraph(name=spec.name, streams=[], sublayers=[])
         for name in spec.tensors():
             self.node(name, "param")
-        self.stream_in = self.branch_out = ""
+        self.stream_in = ""
+        self.branch_out: dict[str, str] = {}
         self.total: str | None = None
 
     def node(self, name: str, op: str, inputs: tuple[str, ...] = (), **attrs) -> str:
@@ -84,10 +87,13 @@ class _Builder(Backend[str]):
 
     def norm(self, x: str, ln: LayerNormSpec, prefix: str) -> str:
         """The norm's nodes: normalisation, then scale and shift when affine."""
-        normalized = self.node(f"{prefix}.hook_normalized", "layernorm", (x,))
+        op = "layernorm" if ln.centred else "rmsnorm"
+        normalized = self.node(f"{prefix}.hook_normalized", op, (x,))
         if not ln.affine:
             return normalized
         scaled = self.node(f"{prefix}.hook_scaled", "product", (normalized, f"{prefix}.w"))
+        if ln.b is None:
+            return scaled
         return self.node(f"{prefix}.hook_out", "sum", (scaled, f"{prefix}.b"))
 
     def bias(self, name: str) -> str | None:
@@ -120,34 +126,38 @@ class _Builder(Backend[str]):
         scores = self.node(f"{p}.hook_attn_scores", "product", (q, k))
         pattern = self.node(f"{p}.hook_pattern", "softmax", (scores,))
         z = self.node(f"{p}.hook_z", "product", (pattern, v))
-        self.branch_out = self.linear(branch.out_name, z, f"{p}.W_O", self.bias(f"{p}.b_O"))
-        return self.branch_out
+        self.branch_out[branch.kind] = self.linear(branch.out_name, z, f"{p}.W_O",
+                                                   self.bias(f"{p}.b_O"))
+        return self.branch_out[branch.kind]
 
     def feed_forward(self, x: str, branch: Branch) -> str:
         """Pre-activation, ReLU and output of a feed-forward sublayer."""
         p = branch.name
         pre = self.linear(f"{p}.hook_pre", x, f"{p}.W_in", self.bias(f"{p}.b_in"))
-        post = self.node(f"{p}.hook_post", "relu", (pre,))
-        self.branch_out = self.linear(branch.out_name, post, f"{p}.W_out", self.bias(f"{p}.b_out"))
-        return self.branch_out
+        post = self.node(f"{p}.hook_post", branch.module.activation, (pre,))
+        self.branch_out[branch.kind] = self.linear(branch.out_name, post, f"{p}.W_out",
+                                                   self.bias(f"{p}.b_out"))
+        return self.branch_out[branch.kind]
 
     def enter(self, x: str, step: Step) -> str:
         """Remember the stream the step reads."""
         self.stream_in, self.total = x, None
         return x
 
-    def add(self, x: str, y: str, step: Step) -> str:
+    def add(self, terms: list[str], step: Step) -> str:
         """The residual sum node (``<norm>.hook_in`` when a norm follows it)."""
-        name = step.out_name if step.norm_out is None else f"{step.branch.norm_name}.hook_in"
-        self.total = self.node(name, "sum", (x, y))
+        name = step.out_name if step.norm_out is None else f"{step.norm_name}.hook_in"
+        self.total = self.node(name, "sum", tuple(terms))
         return self.total
 
     def leave(self, x: str, step: Step) -> str:
         """Name the step's output stream and record where the step sits."""
         if x != step.out_name:
             x = self.node(step.out_name, "identity", (x,))
-        self.g.graph["sublayers"].append(Sublayer(step.layer, step.kind, self.stream_in,
-                                                  self.branch_out, self.total, step.out_name))
+        for branch in step.branches:
+            self.g.graph["sublayers"].append(Sublayer(
+                step.layer, branch.kind, self.stream_in, self.branch_out[branch.kind],
+                self.total, step.out_name))
         self.g.graph["streams"].append(x)
         return x
 
@@ -183,7 +193,7 @@ def growth_exponent(graph: nx.DiGraph) -> int:
     """Return the largest power of c in the soft model at cθ: activations, scores, variances."""
     exponent = max(degree for _, degree in graph.nodes(data="degree"))
     for node, op in graph.nodes(data="op"):
-        if op == "layernorm":
+        if op in ("layernorm", "rmsnorm"):
             [source] = graph.predecessors(node)
             exponent = max(exponent, 2 * graph.nodes[source]["degree"])
     return exponent

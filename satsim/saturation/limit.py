@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
-from satsim.model.spec import LayerNormSpec, ModelSpec, PositionalSpec
+from satsim.model.spec import BlockSpec, LayerNormSpec, ModelSpec, PositionalSpec
 from satsim.saturation.graph import Sublayer, dropped_terms, network_graph
 from satsim.saturation.respec import with_tensors
 from satsim.saturation.scaling import Rates, rated
@@ -48,6 +48,18 @@ def _limit_norm(ln: LayerNormSpec | None) -> LayerNormSpec | None:
     return None if ln is None else replace(ln, eps=LIMIT_EPS)
 
 
+def _limit_block(block: BlockSpec, layer: int, graph: nx.DiGraph) -> BlockSpec:
+    """A block of the limit network: norms without ε, and GELU/SiLU as ReLU where they grow.
+
+    act(c^k z)/c^k → relu(z) for k > 0 for every activation (GELU, SiLU differ from ReLU by
+    an exponentially small amount), so a feed-forward whose input grows has ReLU in the limit.
+    """
+    mlp = block.mlp
+    if mlp is not None and graph.nodes[f"blocks.{layer}.mlp.hook_pre"]["degree"] > 0:
+        mlp = replace(mlp, activation="relu")
+    return replace(block, mlp=mlp, ln1=_limit_norm(block.ln1), ln2=_limit_norm(block.ln2))
+
+
 def _silence(sub: Sublayer, spec: ModelSpec) -> dict[str, None | np.ndarray]:
     """Tensors that make a sublayer's branch exactly zero (its degree is below the stream's)."""
     p = f"blocks.{sub.layer}"
@@ -72,7 +84,7 @@ def leading_order(spec: ModelSpec, rates: Rates | None = None) -> LeadingOrder:
         if sub.branch in gone:
             new.update(_silence(sub, spec))
     out = with_tensors(spec, new)
-    blocks = tuple(replace(b, ln1=_limit_norm(b.ln1), ln2=_limit_norm(b.ln2)) for b in out.blocks)
+    blocks = tuple(_limit_block(b, layer, graph) for layer, b in enumerate(out.blocks))
     changes = {"blocks": blocks, "ln_final": _limit_norm(out.ln_final),
                "name": f"{spec.name}-limit",
                "description": f"leading-order (saturated limit) network of {spec.name}"}

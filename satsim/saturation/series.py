@@ -16,6 +16,7 @@ operation, so an output that depends on an unknown is NaN, never a plausible num
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,6 +181,31 @@ def relu(x: Series) -> Series:
                    for k, v in x.terms.items()}, x.floor)
 
 
+def relu_like(x: Series, fn: Callable[[np.ndarray], np.ndarray]) -> Series:
+    """GELU or SiLU (``fn`` on arrays): ReLU's expansion where a coordinate grows with c.
+
+    At a positive leading degree the activation differs from ReLU by an exponentially small
+    amount (z·Φ(-z) for GELU, z·σ(-z) for SiLU), so its expansion is ReLU's at every power of
+    c. A bounded coordinate (leading degree 0 or below) gives fn of its degree-0 coefficient at
+    degree 0; its lower coefficients would need the activation's Taylor series and are left
+    unknown (NaN), so whatever depends on them is undetermined, never guessed.
+    """
+    value, degree = first_nonzero(x)
+    rectified = relu(x)
+    bounded = (degree <= 0) & (degree != NO_DEGREE)
+    shape = np.broadcast_shapes(*(t.shape for t in x.terms.values()))
+    zero = np.zeros(shape)
+    at_zero = np.where(bounded, fn(np.where(degree == 0, value, 0.0)),
+                       rectified.terms.get(0, zero))
+    terms = {}
+    for k in range(max(x.top, 0), min(min(x.terms), 0) - 1, -1):
+        if k == 0:
+            terms[k] = at_zero
+        else:
+            terms[k] = np.where(bounded, 0.0 if k > 0 else np.nan, rectified.terms.get(k, zero))
+    return Series(terms, x.floor)
+
+
 def _inverse_sqrt(p: np.ndarray) -> np.ndarray:
     """Power series of P(u)^(-1/2) from P's coefficients p (M, ...), by Miller's recurrence."""
     g = np.zeros_like(p)
@@ -190,8 +216,8 @@ def _inverse_sqrt(p: np.ndarray) -> np.ndarray:
     return g
 
 
-def layer_norm(x: Series, eps: float) -> tuple[Series, np.ndarray]:
-    """LayerNorm without affine of rows of ``x``; also each row's leading input degree.
+def layer_norm(x: Series, eps: float, centre: bool = True) -> tuple[Series, np.ndarray]:
+    """LayerNorm (RMSNorm without ``centre``) of rows of ``x``, no affine; each row's input degree.
 
     A row whose centred input has leading degree L normalises to degree min(L, 0): the variance
     is c^2L·P(1/c) + ε, whose inverse square root is a power series in 1/c. A row with an unknown
@@ -199,8 +225,8 @@ def layer_norm(x: Series, eps: float) -> tuple[Series, np.ndarray]:
     below what the input determines are NaN too.
     """
     degrees, stacked = x.stack()
-    centred = snap(stacked - stacked.mean(axis=-1, keepdims=True),
-                   np.abs(stacked).max(axis=-1, keepdims=True))
+    centred = (snap(stacked - stacked.mean(axis=-1, keepdims=True),
+                    np.abs(stacked).max(axis=-1, keepdims=True)) if centre else stacked)
     alive = (centred != 0).any(axis=-1)  # (G, rows...); a NaN coefficient counts as alive
     found = alive.any(axis=0)
     first = np.argmax(alive, axis=0)

@@ -26,10 +26,11 @@ import numpy as np
 from satsim.engine.batch import LayerTrace, forward_batch
 from satsim.engine.simulator import next_symbol_sets
 from satsim.errors import SatsimError
-from satsim.model.architecture import counting_heads
+from satsim.model.architecture import Backend, Branch, counting_heads, steps
+from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encoder, positional_vectors
 from satsim.model.settings import AttentionSettings, tie_tolerance
-from satsim.model.spec import ModelSpec
+from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.scaling import Rates
@@ -100,13 +101,13 @@ def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.nda
     return False
 
 
-def _vanishing_rows(x: np.ndarray, bound: float) -> np.ndarray:
-    """Per row of a (B, T, d) LayerNorm input: whether it centres to (rounding-level) zero.
+def _vanishing_rows(x: np.ndarray, bound: float, centre: bool = True) -> np.ndarray:
+    """Per row of a (B, T, d) norm input: whether it (centred, for LayerNorm) is rounding-level.
 
     Rounding-level means small beside the row itself, beside the string's largest row, or
     beside ``bound``, an a-priori bound on any row at that point of the network.
     """
-    centred = np.linalg.norm(x - x.mean(axis=-1, keepdims=True), axis=-1)
+    centred = np.linalg.norm(x - x.mean(axis=-1, keepdims=True) if centre else x, axis=-1)
     norms = np.linalg.norm(x, axis=-1)
     scale = np.maximum(np.maximum(norms, norms.max(axis=-1, keepdims=True)), bound)
     return centred <= VANISHING * scale
@@ -119,47 +120,51 @@ def _norm(array: np.ndarray | None) -> float:
     return float(np.linalg.norm(array, 2 if array.ndim == 2 else None))
 
 
-def row_bounds(spec: ModelSpec, length: int) -> tuple[list[float], np.ndarray]:
+class _Bounds(Backend[float]):
+    """The walk on a-priori bounds of row norms; keeps each norm's input bound and the norm."""
+
+    def __init__(self, d_model: int) -> None:
+        self.d_model = d_model
+        self.norms: list[tuple[float, LayerNormSpec]] = []
+
+    def norm(self, x: float, ln: LayerNormSpec, name: str) -> float:
+        """A normalised row has norm √d before γ (and β)."""
+        self.norms.append((x, ln))
+        scale = 1.0 if ln.w is None else float(np.abs(ln.w).max())
+        return float(np.sqrt(self.d_model)) * scale + _norm(ln.b)
+
+    def attention(self, x: float, branch: Branch) -> float:
+        """A head's output is a mean of values, so bounded like one value row."""
+        sub = branch.module
+        return sum(_norm(sub.W_O[h]) * (_norm(sub.W_V[h]) * x + _norm(
+            None if sub.b_V is None else sub.b_V[h])) for h in range(sub.n_heads)) + _norm(sub.b_O)
+
+    def feed_forward(self, x: float, branch: Branch) -> float:
+        """Every activation satisfies |act(z)| <= |z|."""
+        sub = branch.module
+        return _norm(sub.W_out) * (_norm(sub.W_in) * x + _norm(sub.b_in)) + _norm(sub.b_out)
+
+    def unembed(self, x: float, output: OutputSpec) -> np.ndarray:
+        """A bound per logit."""
+        return np.linalg.norm(output.W_U, axis=0) * x + (
+            0 if output.b_U is None else np.abs(output.b_U))
+
+
+def row_bounds(spec: ModelSpec, length: int) -> tuple[list[tuple[float, LayerNormSpec]],
+                                                       np.ndarray]:
     """A-priori bounds on row norms of a (leading-order) network on strings of ``length`` tokens.
 
-    Returns bounds on every LayerNorm input (in order) and on each readout logit. A computed
-    value that should be zero is rounding: cancellations leave about 1e-16 of the bound, never
-    1e-9 of it.
+    Returns (bound, norm) for every norm input (in order) and a bound on each readout logit. A
+    computed value that should be zero is rounding: cancellations leave about 1e-16 of the
+    bound, never 1e-9 of it.
     """
-    def norm_out(ln) -> float:
-        d = spec.d_model
-        return np.sqrt(d) * (1.0 if not ln.affine else float(np.abs(ln.w).max())) + _norm(ln.b)
-
     bound = float(np.linalg.norm(spec.W_E, axis=1).max())
     positions = positional_vectors(spec, length)
     if positions is not None:
         bound += float(np.linalg.norm(positions, axis=1).max())
-    norms = []
-    for layer, block in enumerate(spec.blocks):
-        for kind, sub, ln in (("attn", block.attn, block.ln1), ("mlp", block.mlp, block.ln2)):
-            if sub is None:
-                continue
-            inner = bound
-            if spec.norm == "pre":
-                norms.append(bound)
-                inner = norm_out(ln)
-            if kind == "attn":
-                branch = sum(_norm(sub.W_O[h]) * (_norm(sub.W_V[h]) * inner + _norm(
-                    None if sub.b_V is None else sub.b_V[h])) for h in range(sub.n_heads))
-                branch += _norm(sub.b_O)
-            else:
-                hidden = _norm(sub.W_in) * inner + _norm(sub.b_in)
-                branch = _norm(sub.W_out) * hidden + _norm(sub.b_out)
-            bound = branch + (bound if spec.keeps_residual(layer, kind) else 0.0)
-            if spec.norm == "post":
-                norms.append(bound)
-                bound = norm_out(ln)
-    if spec.ln_final is not None:
-        norms.append(bound)
-        bound = norm_out(spec.ln_final)
-    out = spec.output
-    logits = np.linalg.norm(out.W_U, axis=0) * bound + (0 if out.b_U is None else np.abs(out.b_U))
-    return norms, logits
+    bounds = _Bounds(spec.d_model)
+    logits = run_model(spec, bounds, bound)
+    return bounds.norms, logits
 
 
 class _Checker:
@@ -190,10 +195,10 @@ class _Checker:
             vanished = ((np.abs(run.logits) <= VANISHING * logit_bounds) & valid[..., None]).any(
                 axis=(1, 2))
         reasons[vanished] = "a readout logit is zero at the top degree"
-        for x, bound in zip(norm_inputs, norm_bounds):
-            flat = _vanishing_rows(x, bound) & valid
+        for x, (bound, ln) in zip(norm_inputs, norm_bounds):
+            flat = _vanishing_rows(x, bound, ln.centred) & valid
             reasons[(reasons == "") & flat.any(axis=1)] = (
-                "a LayerNorm input centres to zero at the top degree")
+                "a norm input vanishes (LayerNorm: centres to zero) at the top degree")
         for index, (layer, inputs) in enumerate(zip(run.layers, self._attention_inputs(run))):
             live = ~self.exempt[index]
             tied = ((layer.tie_size > 1) & live[None, :, None] & valid[:, None, :]).any(axis=(1, 2))
@@ -207,8 +212,8 @@ class _Checker:
 
     def _attention_inputs(self, run) -> list[np.ndarray]:
         """The residual stream entering each attention sublayer (before its pre-LayerNorm)."""
-        return [run.residuals[index] for index, (_, kind) in enumerate(self.spec.sublayers())
-                if kind == "attn"]
+        return [run.residuals[index] for index, step in enumerate(steps(self.spec))
+                for branch in step.branches if branch.kind == "attn"]
 
 
 def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None

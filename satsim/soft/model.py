@@ -70,12 +70,22 @@ class SoftRun:
         return [r.double().cpu().numpy() for r in self.residuals]
 
 
-def _layer_norm(x: Tensor, w: Tensor | None, b: Tensor | None, eps: float) -> tuple[Tensor, ...]:
-    """Normalised rows (before the affine map) and the LayerNorm output."""
-    centred = x - x.mean(dim=-1, keepdim=True)
-    var = (centred**2).mean(dim=-1, keepdim=True)
-    normalized = centred / torch.sqrt(var + eps)
-    return normalized, (normalized if w is None else normalized * w + b)
+def _layer_norm(x: Tensor, ln: LayerNormSpec, w: Tensor | None,
+                b: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Normalised rows (before the scale and shift) and the norm's output (LayerNorm or RMS)."""
+    centred = x - x.mean(dim=-1, keepdim=True) if ln.centred else x
+    normalized = centred / torch.sqrt((centred**2).mean(dim=-1, keepdim=True) + ln.eps)
+    out = normalized if w is None else normalized * w
+    return normalized, (out if b is None else out + b)
+
+
+ACTIVATIONS = {
+    "relu": torch.relu,
+    "gelu": lambda z: torch.nn.functional.gelu(z, approximate="none"),
+    "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+"""Each feed-forward activation on torch tensors."""
 
 
 class SoftTransformer(nn.Module):
@@ -241,7 +251,7 @@ class SoftPass(Backend[Tensor]):
     def norm(self, x: Tensor, ln: LayerNormSpec, name: str) -> Tensor:
         """LayerNorm with the module's parameters for ``name``."""
         bag = self.model.get_submodule(name)
-        normalized, out = _layer_norm(x, bag.get("w"), bag.get("b"), ln.eps)
+        normalized, out = _layer_norm(x, ln, bag.get("w"), bag.get("b"))
         self.hook(f"{name}.hook_normalized", normalized)
         return out
 
@@ -256,7 +266,9 @@ class SoftPass(Backend[Tensor]):
         q, k, v = project("W_Q", "b_Q"), project("W_K", "b_K"), project("W_V", "b_V")
         for name, value in (("q", q), ("k", k), ("v", v)):
             self.hook(f"{p}.hook_{name}", value.transpose(1, 2))
-        scores = torch.einsum("bhte,bhse->bhts", q, k) / math.sqrt(q.shape[-1])
+        scores = torch.einsum("bhte,bhse->bhts", q, k)
+        scale = branch.module.scale
+        scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
         n = x.shape[1]
         allowed = self.key_mask[:, None, None, :]
         if branch.module.causal:
@@ -273,10 +285,11 @@ class SoftPass(Backend[Tensor]):
         return scores.masked_fill(~allowed, -math.inf)
 
     def feed_forward(self, x: Tensor, branch: Branch) -> Tensor:
-        """The ReLU feed-forward sublayer."""
+        """The feed-forward sublayer with its activation."""
         mlp, p = self.model.get_submodule(branch.name), branch.name
         pre = x @ mlp.W_in if mlp.get("b_in") is None else x @ mlp.W_in + mlp.b_in
-        post = self.hook(f"{p}.hook_post", torch.relu(self.hook(f"{p}.hook_pre", pre)))
+        activation = ACTIVATIONS[branch.module.activation]
+        post = self.hook(f"{p}.hook_post", activation(self.hook(f"{p}.hook_pre", pre)))
         out = post @ mlp.W_out
         return self.hook(branch.out_name, out if mlp.get("b_out") is None else out + mlp.b_out)
 

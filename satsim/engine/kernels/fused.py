@@ -23,7 +23,7 @@ from satsim.engine.kernels import layers as _layers_module
 from satsim.engine.kernels import queries as _queries_module
 from satsim.engine.kernels import stamp_with_callees
 from satsim.engine.kernels.classes import MAX_CLASSES, attend_by_classes, key_classes
-from satsim.engine.kernels.layers import ROW_BLOCK, affine_rows_into, layer_norm_rows
+from satsim.engine.kernels.layers import IDENTITY, ROW_BLOCK, affine_rows_into, layer_norm_rows
 from satsim.engine.kernels.queries import (
     MAX_SCORE,
     QUERY_BLOCK,
@@ -39,25 +39,29 @@ from satsim.engine.kernels.queries import (
 ATTENTION, FEED_FORWARD = 0, 1
 """Sublayer kinds (column ``KIND`` of a program row)."""
 
+NORM_W, NORM_B, NORM_AFFINE, NORM_EPS, NORM_CENTRE = range(5)
+NORM_WIDTH = 5
+"""Columns of a norm from its first column: offsets of w and b, affine, the index of eps in
+``reals`` (-1: no norm there), and whether it subtracts the mean (LayerNorm, not RMSNorm)."""
 # Columns of a program row, one row per step of :func:`satsim.model.architecture.steps`.
-# Offsets index the flat parameter array; a norm is (w, b, affine, index of eps in ``reals``),
-# with eps index -1 when the step has no such norm.
+# Offsets index the flat parameter array.
 KIND, KEEP = 0, 1
-IN_NORM, OUT_NORM = 2, 6  # the branch's input norm ("pre") and the norm after the sum ("post")
+IN_NORM = 2  # the branch's input norm ("pre")
+OUT_NORM = IN_NORM + NORM_WIDTH  # the norm after the sum ("post")
+FIRST = OUT_NORM + NORM_WIDTH  # the sublayer's own columns
 # attention: heads, d_head, d_v, causal, projection [d, n_cols] and bias, W_O [H*d_v, d], b_O,
 # first row of its heads in ``known``, index of its score scale in ``reals``
 (ATTN_H, ATTN_DH, ATTN_DV, ATTN_CAUSAL, ATTN_PROJ_W, ATTN_PROJ_B, ATTN_COLS, ATTN_W_O, ATTN_B_O,
- ATTN_KNOWN, ATTN_SCALE) = range(10, 21)
-# feed-forward: d_mlp, W_in [d, d_mlp], b_in, W_out [d_mlp, d], b_out
-MLP_D, MLP_W_IN, MLP_B_IN, MLP_W_OUT, MLP_B_OUT = range(10, 15)
-PROGRAM_WIDTH = 21
-NORM_W, NORM_B, NORM_AFFINE, NORM_EPS = 0, 1, 2, 3
-"""Columns of a norm, from its first column (``IN_NORM``, ``OUT_NORM``, ``FINAL_NORM``)."""
+ ATTN_KNOWN, ATTN_SCALE) = range(FIRST, FIRST + 11)
+# feed-forward: d_mlp, W_in [d, d_mlp], b_in, W_out [d_mlp, d], b_out, activation code
+MLP_D, MLP_W_IN, MLP_B_IN, MLP_W_OUT, MLP_B_OUT, MLP_ACTIVATION = range(FIRST, FIRST + 6)
+PROGRAM_WIDTH = FIRST + 11
 # ``dims``: d_model, n_outputs, the widest projection, d_head, d_v, H·d_v and d_mlp, readout last,
-# then the final norm (w, b, affine, eps index), then W_U and b_U offsets.
+# then the final norm, then W_U and b_U offsets.
 (D_MODEL, N_OUT, MAX_COLS, MAX_DH, MAX_DV, MAX_STACK, MAX_MLP, READ_LAST) = range(8)
-FINAL_NORM, W_U, B_U = 8, 12, 13
-DIMS_WIDTH = 14
+FINAL_NORM = 8
+W_U, B_U = FINAL_NORM + NORM_WIDTH, FINAL_NORM + NORM_WIDTH + 1
+DIMS_WIDTH = B_U + 1
 OK, OVERFLOWED, LONG_GENERAL = 0, 1, 2
 """``status`` of a string: done; its queries, keys or values are not finite or its scores could
 overflow float64 (the caller reruns it on the checked path, which raises the error); or it has
@@ -74,11 +78,11 @@ def _matrix(params, offset, rows, cols):
 
 @numba.njit(cache=True, fastmath=False)
 def _normalize(params, reals, row, x, out, start, stop):
-    """LayerNorm of rows start .. stop - 1 of x into out, with the norm columns ``row``."""
+    """The norm of rows start .. stop - 1 of x into out, with the norm columns ``row``."""
     d = x.shape[1]
     w, b = row[NORM_W], row[NORM_B]
     layer_norm_rows(x, params[w : w + d], params[b : b + d], reals[row[NORM_EPS]],
-                     row[NORM_AFFINE] != 0, out, start, stop)
+                    row[NORM_AFFINE] != 0, row[NORM_CENTRE] != 0, out, start, stop)
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -141,7 +145,7 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
     n_cols = row[ATTN_COLS]
     proj = proj_buf[: T * n_cols].reshape((T, n_cols))
     affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
-                      params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], False, proj, 0, T,
+                      params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], IDENTITY, proj, 0, T,
                       used, xt, acc)
     max_q, max_k, max_v = _max_abs_qkv(proj, heads * d_head)
     scale = reals[row[ATTN_SCALE]]
@@ -195,23 +199,24 @@ def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta
     if heads == 1:
         stacked = out
     affine_rows_into(stacked, _matrix(params, row[ATTN_W_O], heads * d_v, d),
-                      params[row[ATTN_B_O] : row[ATTN_B_O] + d], False, y, start, T, used, xt,
+                      params[row[ATTN_B_O] : row[ATTN_B_O] + d], IDENTITY, y, start, T, used, xt,
                       acc)
     return OK
 
 
 @numba.njit(cache=True, fastmath=False)
 def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
-    """ReLU feed-forward of rows start .. T - 1 of x into y."""
+    """The feed-forward sublayer on rows start .. T - 1 of x, into y."""
     T, d = x.shape
     d_mlp = row[MLP_D]
     used, xt, acc = scratch[0], scratch[1], scratch[2]
     hidden = hidden_buf[: T * d_mlp].reshape((T, d_mlp))
     affine_rows_into(x, _matrix(params, row[MLP_W_IN], d, d_mlp),
-                      params[row[MLP_B_IN] : row[MLP_B_IN] + d_mlp], True, hidden, start, T,
+                      params[row[MLP_B_IN] : row[MLP_B_IN] + d_mlp], row[MLP_ACTIVATION], hidden,
+                     start, T,
                       used, xt, acc)
     affine_rows_into(hidden, _matrix(params, row[MLP_W_OUT], d_mlp, d),
-                      params[row[MLP_B_OUT] : row[MLP_B_OUT] + d], False, y, start, T, used, xt,
+                      params[row[MLP_B_OUT] : row[MLP_B_OUT] + d], IDENTITY, y, start, T, used, xt,
                       acc)
 
 
@@ -316,7 +321,7 @@ def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, para
             _normalize(params, reals, dims[FINAL_NORM:], x, h, start, T)
             x, h = h, x
         logits = logits_buf[: T * n_out].reshape((T, n_out))
-        affine_rows_into(x, w_u, b_u, False, logits, start, T, scratch[0], scratch[1],
+        affine_rows_into(x, w_u, b_u, IDENTITY, logits, start, T, scratch[0], scratch[1],
                           scratch[2])
         if read_last:
             for c in range(n_out):

@@ -11,6 +11,7 @@ references are in :mod:`satsim.reference.forward`.
 
 from __future__ import annotations
 
+import math
 import threading
 from contextlib import contextmanager
 
@@ -21,6 +22,9 @@ FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 ROWS_PER_CHUNK = 256
 ROW_BLOCK = 64
+IDENTITY, RELU, GELU, GELU_TANH, SILU = 0, 1, 2, 3, 4
+ACTIVATION_CODES = {"relu": RELU, "gelu": GELU, "gelu_tanh": GELU_TANH, "silu": SILU}
+"""Kernel codes of the feed-forward activations (IDENTITY: a plain affine map)."""
 PARALLEL_WORK = 1 << 24
 """Multiply-adds (or comparable steps) below which a kernel runs serially: about 10 ms of work."""
 
@@ -54,16 +58,32 @@ def serial_kernels():
 
 
 @numba.njit(cache=True, fastmath=False)
-def _affine_rows(x, weight, bias, relu, out, start, stop):  # pragma: no cover - compiled
-    """Write x[r] @ weight + bias (optionally through ReLU) to out[r] for start <= r < stop."""
-    used = np.empty(x.shape[1], dtype=np.int64)
-    xt = np.empty((x.shape[1], ROW_BLOCK), dtype=np.float64)
-    acc = np.empty((weight.shape[1], ROW_BLOCK), dtype=np.float64)
-    affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc)
+def activate(value, activation):  # pragma: no cover - compiled
+    """``value`` through the activation with this code (see ACTIVATION_CODES)."""
+    if activation == RELU:
+        return 0.0 if value < 0.0 else value
+    if activation == GELU:
+        return 0.5 * value * (1.0 + math.erf(value / math.sqrt(2.0)))
+    if activation == GELU_TANH:
+        inner = math.sqrt(2.0 / math.pi) * (value + 0.044715 * value * value * value)
+        return 0.5 * value * (1.0 + math.tanh(inner))
+    if activation == SILU:
+        return value / (1.0 + math.exp(-value))
+    return value
 
 
 @numba.njit(cache=True, fastmath=False)
-def affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc):  # pragma: no cover
+def _affine_rows(x, weight, bias, activation, out, start, stop):  # pragma: no cover - compiled
+    """Write activation(x[r] @ weight + bias) to out[r] for start <= r < stop."""
+    used = np.empty(x.shape[1], dtype=np.int64)
+    xt = np.empty((x.shape[1], ROW_BLOCK), dtype=np.float64)
+    acc = np.empty((weight.shape[1], ROW_BLOCK), dtype=np.float64)
+    affine_rows_into(x, weight, bias, activation, out, start, stop, used, xt, acc)
+
+
+@numba.njit(cache=True, fastmath=False)
+def affine_rows_into(x, weight, bias, activation, out, start, stop, used, xt,
+                     acc):  # pragma: no cover - compiled
     """:func:`_affine_rows` with caller-owned scratch, so that it allocates nothing.
 
     Scratch: used (≥ d_in,) int64, xt (≥ d_in, ROW_BLOCK) and acc (≥ d_out, ROW_BLOCK)
@@ -99,40 +119,42 @@ def affine_rows_into(x, weight, bias, relu, out, start, stop, used, xt, acc):  #
         for r in range(n):
             for c in range(d_out):
                 value = acc[c, r]
-                if relu and value < 0.0:
-                    value = 0.0
+                if activation != IDENTITY:
+                    value = activate(value, activation)
                 out[block + r, c] = value
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def affine(x, weight, bias, relu):  # pragma: no cover - compiled
-    """Return x @ weight + bias for each row of x (rows × d_in), optionally through ReLU."""
+def affine(x, weight, bias, activation):  # pragma: no cover - compiled
+    """Return activation(x @ weight + bias) for each row of x (rows × d_in)."""
     out = np.empty((x.shape[0], weight.shape[1]), dtype=x.dtype)
-    _affine_rows(x, weight, bias, relu, out, 0, x.shape[0])
+    _affine_rows(x, weight, bias, activation, out, 0, x.shape[0])
     return out
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
-def affine_parallel(x, weight, bias, relu):  # pragma: no cover - compiled
+def affine_parallel(x, weight, bias, activation):  # pragma: no cover - compiled
     """:func:`affine` with chunks of rows in parallel."""
     rows = x.shape[0]
     out = np.empty((rows, weight.shape[1]), dtype=x.dtype)
     n_chunks = (rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
     for chunk in numba.prange(n_chunks):
-        _affine_rows(x, weight, bias, relu, out, chunk * ROWS_PER_CHUNK,
+        _affine_rows(x, weight, bias, activation, out, chunk * ROWS_PER_CHUNK,
                      min(rows, (chunk + 1) * ROWS_PER_CHUNK))
     return out
 
 
 @numba.njit(cache=True, fastmath=False)
-def layer_norm_rows(x, weight, bias, eps, use_affine, out, start, stop):  # pragma: no cover
-    """Normalise rows start .. stop - 1 of x into out."""
+def layer_norm_rows(x, weight, bias, eps, use_affine, centre, out, start,
+                    stop):  # pragma: no cover - compiled
+    """Normalise rows start .. stop - 1 of x into out (subtracting the mean when ``centre``)."""
     d = x.shape[1]
     for r in range(start, stop):
         mean = 0.0
-        for c in range(d):
-            mean += x[r, c]
-        mean /= d
+        if centre:
+            for c in range(d):
+                mean += x[r, c]
+            mean /= d
         var = 0.0
         for c in range(d):
             diff = x[r, c] - mean
@@ -146,32 +168,32 @@ def layer_norm_rows(x, weight, bias, eps, use_affine, out, start, stop):  # prag
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def layer_norm(x, weight, bias, eps, use_affine):  # pragma: no cover - compiled
-    """Normalise each row of x to zero mean and unit (biased) variance, then scale and shift."""
+def layer_norm(x, weight, bias, eps, use_affine, centre):  # pragma: no cover - compiled
+    """Normalise each row of x (LayerNorm, or RMSNorm without ``centre``), then scale, shift."""
     out = np.empty_like(x)
-    layer_norm_rows(x, weight, bias, eps, use_affine, out, 0, x.shape[0])
+    layer_norm_rows(x, weight, bias, eps, use_affine, centre, out, 0, x.shape[0])
     return out
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
-def layer_norm_parallel(x, weight, bias, eps, use_affine):  # pragma: no cover - compiled
+def layer_norm_parallel(x, weight, bias, eps, use_affine, centre):  # pragma: no cover
     """:func:`layer_norm` with chunks of rows in parallel."""
     rows = x.shape[0]
     out = np.empty_like(x)
     n_chunks = (rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
     for chunk in numba.prange(n_chunks):
-        layer_norm_rows(x, weight, bias, eps, use_affine, out, chunk * ROWS_PER_CHUNK,
+        layer_norm_rows(x, weight, bias, eps, use_affine, centre, out, chunk * ROWS_PER_CHUNK,
                          min(rows, (chunk + 1) * ROWS_PER_CHUNK))
     return out
 
 
-def run_affine(x, weight, bias, relu):
+def run_affine(x, weight, bias, activation=IDENTITY):
     """:func:`affine` or :func:`affine_parallel`, by the amount of work."""
     kernel = affine_parallel if use_parallel(x.shape[0] * x.shape[1] * weight.shape[1]) else affine
-    return kernel(x, weight, bias, relu)
+    return kernel(x, weight, bias, activation)
 
 
-def run_layer_norm(x, weight, bias, eps, use_affine):
+def run_layer_norm(x, weight, bias, eps, use_affine, centre=True):
     """:func:`layer_norm` or :func:`layer_norm_parallel`, by the amount of work."""
     kernel = layer_norm_parallel if use_parallel(4 * x.size) else layer_norm
-    return kernel(x, weight, bias, eps, use_affine)
+    return kernel(x, weight, bias, eps, use_affine, centre)

@@ -72,10 +72,11 @@ class _AuthorsPass(SoftPass):
             return super().mask_scores(scores, allowed)
         return scores * allowed
 
-    def add(self, x: Tensor, y: Tensor, step: Step) -> Tensor:
-        """X + f(x) (post), or LN(f(x)) + x (ln-of-branch)."""
+    def add(self, terms: list[Tensor], step: Step) -> Tensor:
+        """The sum of x and f(x) (post), or LN(f(x)) + x (ln-of-branch)."""
         if self.model.arrangement == "post":
-            return super().add(x, y, step)
+            return super().add(terms, step)
+        x, y = terms
         block = self.model.spec.blocks[step.layer]
-        ln = block.ln1 if step.kind == "attn" else block.ln2
-        return self.norm(y, ln, step.branch.norm_name) + x
+        ln = block.ln1 if step.branches[0].kind == "attn" else block.ln2
+        return self.norm(y, ln, step.norm_name) + x
