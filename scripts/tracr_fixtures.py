@@ -43,7 +43,7 @@ def hist(max_seq_len: int):
 
 
 def sort_unique(max_seq_len: int):
-    """Sort distinct integer tokens; the vocabulary has max_seq_len values so inputs can be distinct."""
+    """Sort distinct integer tokens; max_seq_len token values, so inputs can be distinct."""
     program = lib.make_sort_unique(vals=rasp.tokens, keys=rasp.tokens)
     return program, list(range(1, max_seq_len + 1))
 
@@ -58,7 +58,7 @@ DISTINCT_TOKENS = {"sort_unique"}
 
 
 def sample_inputs(name: str, vocab: list, max_seq_len: int, count: int, rng: random.Random):
-    """Seeded inputs whose lengths run evenly from 1 to max_seq_len (distinct tokens where needed)."""
+    """Seeded inputs, lengths evenly from 1 to max_seq_len (distinct tokens where needed)."""
     inputs = []
     for i in range(count):
         n = max(1, round((i + 1) * max_seq_len / count))
@@ -113,12 +113,18 @@ def model_description(assembled, program, max_seq_len: int, mlp_exactness: int) 
     return description
 
 
-def write_fixture(name: str, max_seq_len: int, mlp_exactness: int, samples: int, out: Path) -> float:
+def write_fixture(
+    name: str, max_seq_len: int, mlp_exactness: int, samples: int, out: Path
+) -> float:
     """Compile one program, write its .npz and .json, and return the compile seconds."""
     program, vocab = PROGRAMS[name](max_seq_len)
     start = time.perf_counter()
     assembled = compiling.compile_rasp_to_model(
-        program, vocab=set(vocab), max_seq_len=max_seq_len, compiler_bos=BOS, mlp_exactness=mlp_exactness
+        program,
+        vocab=set(vocab),
+        max_seq_len=max_seq_len,
+        compiler_bos=BOS,
+        mlp_exactness=mlp_exactness,
     )
     seconds = time.perf_counter() - start
     arrays = {
@@ -128,9 +134,12 @@ def write_fixture(name: str, max_seq_len: int, mlp_exactness: int, samples: int,
     }
     rng = random.Random(f"{name}-{max_seq_len}")
     cases = []
+    apply_seconds = 0.0
     for tokens in sample_inputs(name, vocab, max_seq_len, samples, rng):
         expected = rasp.evaluate(program, tokens)
+        start = time.perf_counter()
         tracr_out = assembled.apply([BOS, *tokens]).decoded[1:]
+        apply_seconds += time.perf_counter() - start
         cases.append(
             {
                 "tokens": [str(t) for t in tokens],
@@ -139,7 +148,12 @@ def write_fixture(name: str, max_seq_len: int, mlp_exactness: int, samples: int,
             }
         )
     description = model_description(assembled, program, max_seq_len, mlp_exactness)
-    description.update(program=name, compile_seconds=round(seconds, 3), cases=cases)
+    description.update(
+        program=name,
+        compile_seconds=round(seconds, 3),
+        tracr_apply_seconds=round(apply_seconds, 3),
+        cases=cases,
+    )
     stem = out / f"{name}_n{max_seq_len}"
     np.savez_compressed(stem.with_suffix(".npz"), **arrays)
     stem.with_suffix(".json").write_text(json.dumps(description, indent=1) + "\n")
