@@ -137,8 +137,9 @@ def test_affine_serial_parallel_and_float64_reference(seed, rows, d_in, d_out, d
     weight = rng.normal(size=(d_in, d_out)).astype(dtype)
     weight[rng.random(weight.shape) < 0.3] = 0
     bias = rng.normal(size=d_out).astype(dtype)
-    serial = layers.affine(x, weight, bias, relu)
-    np.testing.assert_array_equal(serial, layers.affine_parallel(x, weight, bias, relu))
+    code = layers.RELU if relu else layers.IDENTITY
+    serial = layers.affine(x, weight, bias, code)
+    np.testing.assert_array_equal(serial, layers.affine_parallel(x, weight, bias, code))
     want = x.astype(np.float64) @ weight.astype(np.float64) + bias
     want = np.maximum(want, 0) if relu else want
     np.testing.assert_allclose(serial, want.astype(dtype), rtol=1e-6 if dtype == np.float32
@@ -146,8 +147,10 @@ def test_affine_serial_parallel_and_float64_reference(seed, rows, d_in, d_out, d
     x64 = rng.normal(size=(rows, d_in)).astype(dtype)
     w, b = rng.normal(size=d_in).astype(dtype), rng.normal(size=d_in).astype(dtype)
     for use_affine in (True, False):
-        np.testing.assert_array_equal(layers.layer_norm(x64, w, b, 1e-5, use_affine),
-                                      layers.layer_norm_parallel(x64, w, b, 1e-5, use_affine))
+        for centre in (True, False):  # LayerNorm, RMSNorm
+            np.testing.assert_array_equal(
+                layers.layer_norm(x64, w, b, 1e-5, use_affine, centre),
+                layers.layer_norm_parallel(x64, w, b, 1e-5, use_affine, centre))
 
 
 @settings(max_examples=40, deadline=None)
