@@ -208,15 +208,25 @@ def agreement_with_the_limit(spec, strings):
     return fractions, int(sum(mask.sum() for mask in determined))
 
 
+def assert_converges(spec):
+    """The twin at cθ agrees ever more, and at c = 1000 fully, with every determined limit sign."""
+    strings = sample_strings()
+    fractions, determined = agreement_with_the_limit(spec, strings)
+    assert determined >= 0.9 * sum(map(len, strings)) * len(spec.output.labels)
+    assert list(fractions) == sorted(fractions) and fractions[-1] == 1.0, fractions
+
+
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("act_fn", ACTIVATIONS)
-def test_a_scaled_imported_model_converges_to_the_limit(act_fn, norm):
-    model = with_settings(load("relu_ln_2l"), act_fn=act_fn, normalization_type=norm)
-    spec = from_transformer_lens(model)
-    fractions, determined = agreement_with_the_limit(spec, sample_strings())
-    assert determined >= 0.9 * sum(len(s) for s in sample_strings()) * 6
-    assert fractions[-1] == 1.0, fractions
-    assert fractions[0] <= fractions[-1]
+def test_a_scaled_imported_model_converges_to_the_limit_for_every_activation_and_norm(act_fn,
+                                                                                      norm):
+    assert_converges(from_transformer_lens(
+        with_settings(load("relu_ln_2l"), act_fn=act_fn, normalization_type=norm)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_imported_fixture_scaled_converges_to_the_limit(name):
+    assert_converges(from_transformer_lens(load(name).model))
 
 
 # (b) Live: real HookedTransformers, built from the same configs.
