@@ -173,6 +173,20 @@ def test_weights_the_config_does_not_explain_are_refused():
     ("act_fn", "gelu_fast", "10-digit constant"),
     ("scale_attn_by_inverse_layer_idx", True, "grows with the layer"),
     ("original_architecture", "Olmo2ForCausalLM", "post-norm"),
+    ("positional_embedding_type", "relative_positional_bias", "T5"),
+    ("act_fn", "solu", "SoLU"),
+    ("act_fn", "xielu", "xIELU"),
+    ("act_fn", "relu2", "squared ReLU"),
+    ("use_qk_norm", True, "RMSNorm on queries and keys"),
+    ("clip_qkv", 0.5, "clamped"),
+    ("use_logn_attn", True, "log-length"),
+    ("use_attention_sinks", True, "sinks"),
+    ("post_embedding_ln", True, "after the embedding"),
+    ("use_normalization_before_and_after", True, "sublayer outputs"),
+    ("num_experts", 2, "mixture of experts"),
+    ("load_in_4bit", True, "4-bit"),
+    ("quantization_method", "bitsandbytes", "quantised"),
+    ("normalization_type", "LNPost", "unknown norm"),
 ])
 def test_each_unsupported_setting_is_a_one_line_error_naming_it(setting, value, named):
     model = with_settings(load("relu_ln_2l"), **{setting: value})

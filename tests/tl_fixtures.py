@@ -65,8 +65,8 @@ def with_settings(fixture: Fixture, **settings) -> FixtureModel:
     """
     cfg = SimpleNamespace(**{**vars(fixture.model.cfg), **settings})
     state = fixture.model.state_dict()
-    drop = {"LN": (), "RMS": (".b",), "LNPre": (".w", ".b"), "RMSPre": (".w", ".b"),
-            None: (".w", ".b")}[cfg.normalization_type]
+    drop = {"RMS": (".b",), "LNPre": (".w", ".b"), "RMSPre": (".w", ".b"),
+            None: (".w", ".b")}.get(cfg.normalization_type, ())
     norms = (".ln1", ".ln2", "ln_final")
     state = {key: value for key, value in state.items()
              if not (any(part in key for part in norms) and key.endswith(drop))}
