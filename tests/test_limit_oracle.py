@@ -19,7 +19,9 @@ from satsim.saturation.signs import limit_signs
 @st.composite
 def adversarial_specs(draw):
     """Small specs with the shapes that break a limit: tiny MLPs, zero or low-rank W_Q / W_K
-    beside biases, weights on a coarse grid (exact score ties, exact zeros), 1 to 3 layers."""
+    beside biases, weights on a coarse grid (exact score ties, exact zeros), 1 to 3 layers; every
+    activation, LayerNorm and RMSNorm, given attention scales, parallel blocks."""
+    norm = draw(st.sampled_from(["none", "pre", "post"]))
     spec = random_spec(
         draw(st.integers(0, 10**6)),
         d_model=draw(st.sampled_from([3, 4, 6])),
@@ -27,7 +29,11 @@ def adversarial_specs(draw):
         n_heads=draw(st.integers(1, 2)),
         d_head=draw(st.integers(1, 3)),
         d_mlp=draw(st.integers(1, 4)),
-        norm=draw(st.sampled_from(["none", "pre", "post"])),
+        norm=norm,
+        activation=draw(st.sampled_from(["relu", "relu", "gelu", "gelu_tanh", "silu"])),
+        norm_kind=draw(st.sampled_from(["layer", "layer", "rms"])),
+        scale=draw(st.sampled_from([None, None, 0.5, 1.0, 0.0])),
+        parallel=norm != "post" and draw(st.booleans()),
         residual=draw(st.booleans()),
         biases=draw(st.booleans()),
         affine=draw(st.booleans()),
@@ -56,7 +62,7 @@ def adversarial_specs(draw):
 strings = st.lists(st.text("ab", max_size=5), min_size=1, max_size=4)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=100, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(spec=adversarial_specs(), strings=strings)
 def test_limit_signs_and_the_exact_limit_match_the_high_precision_soft_model(spec, strings):

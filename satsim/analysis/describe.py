@@ -29,19 +29,21 @@ def describe(spec: ModelSpec) -> dict:
         if block.attn is not None:
             a = block.attn
             row["attn"] = {"heads": a.n_heads, "d_head": a.d_head, "d_v": a.d_v,
-                           "causal": a.causal,
+                           "causal": a.causal, "scale": a.score_scale,
                            "biases": [b for b in ("b_Q", "b_K", "b_V", "b_O")
                                       if getattr(a, b) is not None],
                            "kinds": [head_kind(a, h) for h in range(a.n_heads)]}
         if block.mlp is not None:
             m = block.mlp
-            row["mlp"] = {"d_mlp": m.W_in.shape[1],
+            row["mlp"] = {"d_mlp": m.W_in.shape[1], "activation": m.activation,
                           "biases": [b for b in ("b_in", "b_out") if getattr(m, b) is not None]}
         layers.append(row)
     return {
         "name": spec.name, "description": spec.description, "vocab": list(spec.vocab),
         "bos": spec.bos, "eos": spec.eos, "dtype": str(spec.dtype), "d_model": spec.d_model,
         "n_layers": spec.n_layers, "norm": spec.norm, "residual": spec.residual,
+        "norm_kinds": sorted({ln.kind for b in spec.blocks for ln in (b.ln1, b.ln2) if ln}),
+        "parallel": spec.parallel,
         "layer_norm_affine": any(ln.affine for b in spec.blocks for ln in (b.ln1, b.ln2) if ln),
         "positional": spec.positional.kind, "task": spec.output.task,
         "readout": spec.output.readout, "labels": list(spec.output.labels),

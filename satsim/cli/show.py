@@ -16,7 +16,9 @@ def _print_description(info: dict) -> None:
     click.echo(f"vocab {' '.join(info['vocab'])} · bos {info['bos']} · eos {info['eos']} · "
                f"{info['dtype']} · {info['parameters']:,} parameters")
     layers = f"{info['n_layers']} layer{'s' if info['n_layers'] != 1 else ''}"
-    click.echo(f"d_model {info['d_model']} · {layers} · norm {info['norm']}"
+    kinds = "/".join(info["norm_kinds"])
+    click.echo(f"d_model {info['d_model']} · {layers}{' (parallel)' if info['parallel'] else ''}"
+               f" · norm {info['norm']}{f' {kinds}' if kinds else ''}"
                f"{' (affine)' if info['layer_norm_affine'] else ''} · residual "
                f"{_residual_text(info['residual'])} · positional {info['positional']}")
     click.echo(f"output {info['task']} · readout {info['readout']} · labels "
@@ -26,13 +28,13 @@ def _print_description(info: dict) -> None:
             a = row["attn"]
             heads = f"{a['heads']} head{'s' if a['heads'] != 1 else ''}"
             click.echo(f"layer {layer} attn: {heads} × d_head {a['d_head']}, d_v "
-                       f"{a['d_v']}, {'causal' if a['causal'] else 'bidirectional'}, biases "
-                       f"{', '.join(a['biases']) or 'none'}")
+                       f"{a['d_v']}, {'causal' if a['causal'] else 'bidirectional'}, scale "
+                       f"{a['scale']:.4g}, biases {', '.join(a['biases']) or 'none'}")
             for head, kind in enumerate(a["kinds"]):
                 click.echo(f"  head {head}: {kind}")
         if "mlp" in row:
             m = row["mlp"]
-            click.echo(f"layer {layer} mlp: d_mlp {m['d_mlp']}, biases "
+            click.echo(f"layer {layer} mlp: d_mlp {m['d_mlp']}, {m['activation']}, biases "
                        f"{', '.join(m['biases']) or 'none'}")
 
 

@@ -17,6 +17,7 @@ from satsim.model.spec import (
     ModelSpec,
     OutputSpec,
     PositionalSpec,
+    tensor_name,
 )
 
 FORMAT = "satsim-spec"
@@ -132,8 +133,8 @@ def _layer_norm(cfg: dict[str, Any] | None, tensors: dict[str, np.ndarray], pref
         return None
     kind = cfg.get("kind", "layer")
     if cfg["affine"]:
-        return LayerNormSpec(w=tensors[f"{prefix}.w"], b=tensors.get(f"{prefix}.b"),
-                             eps=cfg["eps"], kind=kind)
+        return LayerNormSpec(w=tensors[tensor_name(prefix, "w")],
+                             b=tensors.get(tensor_name(prefix, "b")), eps=cfg["eps"], kind=kind)
     return LayerNormSpec(eps=cfg["eps"], kind=kind)
 
 
@@ -146,15 +147,16 @@ def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> M
         attn = None
         if cfg["attn"] is not None:
             names = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
-            parts = {n: tensors.get(f"{prefix}.attn.{n}") for n in names}
+            parts = {n: tensors.get(tensor_name(f"{prefix}.attn", n)) for n in names}
             attn = AttentionSpec(**parts, causal=bool(cfg["attn"]["causal"]),
                                  scale=cfg["attn"].get("scale"))
         mlp = None
         if cfg["mlp"]:  # version 1: true; version 2: its settings
             names = ("W_in", "W_out", "b_in", "b_out")
             settings = cfg["mlp"] if isinstance(cfg["mlp"], dict) else {}
-            mlp = FeedForwardSpec(**{n: tensors.get(f"{prefix}.mlp.{n}") for n in names},
-                                  activation=settings.get("activation", "relu"))
+            mlp = FeedForwardSpec(
+                **{n: tensors.get(tensor_name(f"{prefix}.mlp", n)) for n in names},
+                activation=settings.get("activation", "relu"))
         blocks.append(BlockSpec(
             attn=attn,
             mlp=mlp,

@@ -41,11 +41,11 @@ def layer_norm(x: np.ndarray, ln: LayerNormSpec) -> np.ndarray:
     return y if ln.b is None else y + ln.b
 
 
-_erf = np.vectorize(math.erf, otypes=[float])
+_erfc = np.vectorize(math.erfc, otypes=[float])
 
 ACTIVATION_FUNCTIONS = {
     "relu": lambda z: np.maximum(z, 0),
-    "gelu": lambda z: 0.5 * z * (1 + _erf(z / math.sqrt(2))),
+    "gelu": lambda z: 0.5 * z * _erfc(-z / math.sqrt(2)),  # erfc: no cancellation for z < 0
     "gelu_tanh": lambda z: 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3))),
     "silu": lambda z: z / (1 + np.exp(-z)),
 }

@@ -147,8 +147,9 @@ class _Builder(Backend[str]):
     def add(self, terms: list[str], step: Step) -> str:
         """The residual sum node (``<norm>.hook_in`` when a norm follows it)."""
         name = step.out_name if step.norm_out is None else f"{step.norm_name}.hook_in"
-        self.total = self.node(name, "sum", tuple(terms))
-        return self.total
+        total = self.node(name, "sum", tuple(terms))
+        self.total = total if step.keep else None  # a sum of parallel branches only: no residual
+        return total
 
     def leave(self, x: str, step: Step) -> str:
         """Name the step's output stream and record where the step sits."""

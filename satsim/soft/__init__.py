@@ -1,4 +1,4 @@
-"""The soft twin of a spec in PyTorch: the only part of satsim (with training) that imports torch.
+"""The soft twin of a spec in PyTorch (torch never reaches the simulator or ``satsim eval``).
 
 ``SoftTransformer.from_spec(spec)`` holds exactly the spec's weights; ``.scaled(c, rates)`` is the
 model at cθ; ``.run(strings, beta=...)`` attends with softmax(β) and caches activations under

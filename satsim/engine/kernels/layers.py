@@ -63,6 +63,7 @@ def activate(value, activation):  # pragma: no cover - compiled
     if activation == RELU:
         return 0.0 if value < 0.0 else value
     if activation == GELU:
+        # erf, not erfc: Numba's erfc rounds differently in the fused and layer kernels
         return 0.5 * value * (1.0 + math.erf(value / math.sqrt(2.0)))
     if activation == GELU_TANH:
         inner = math.sqrt(2.0 / math.pi) * (value + 0.044715 * value * value * value)
