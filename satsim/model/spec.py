@@ -17,7 +17,7 @@ from satsim.errors import SpecError
 from satsim.model.positions import FEATURES, POSITION_KINDS
 
 NORM_PLACEMENTS = ("none", "pre", "post")
-TASKS = ("recognition", "next-symbol")
+TASKS = ("recognition", "next-symbol", "categorical")  # categorical: see satsim.interop
 READOUTS = ("last", "per-position")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 """Feed-forward activations: ReLU, GELU (erf form), GELU (tanh form, TL's gelu_new), SiLU."""

@@ -5,15 +5,12 @@ model at cθ; ``.run(strings, beta=...)`` attends with softmax(β) and caches ac
 TransformerLens hook names.
 """
 
-from satsim.interop.transformer_lens import from_transformer_lens, load_state_dict
 from satsim.soft.device import resolve_device, resolve_dtype
 from satsim.soft.model import SoftRun, SoftTransformer
 
 __all__ = [
     "SoftRun",
     "SoftTransformer",
-    "from_transformer_lens",
-    "load_state_dict",
     "resolve_device",
     "resolve_dtype",
 ]
