@@ -72,7 +72,7 @@ def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
 
 
 def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.ndarray,
-                     causal: bool, tolerance: tuple[float, float]) -> bool:
+                     causal: bool, scale: float, tolerance: tuple[float, float]) -> bool:
     """Whether some tie set of one string holds keys whose input rows differ.
 
     Keys with equal input rows have equal values at the top degree, so however lower-order terms
@@ -89,8 +89,7 @@ def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.nda
     allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
     for head in np.flatnonzero(tied.any(axis=1)):
         queries = np.flatnonzero(tied[head])
-        scores = layer.queries[head, queries] @ layer.keys[head, :n].T / np.sqrt(
-            layer.queries.shape[-1])
+        scores = (layer.queries[head, queries] @ layer.keys[head, :n].T) * scale
         scores = np.where(allowed[queries], scores, -np.inf)
         best = scores.max(axis=1, keepdims=True)
         members = scores >= best - 2 * (atol + rtol * np.abs(best))
@@ -177,6 +176,7 @@ class _Checker:
         self.exempt = exempt_heads(network.source)
         attention = [b.attn for b in network.source.blocks if b.attn is not None]
         self.causal = [a.causal for a in attention]
+        self.scales = [a.score_scale for a in attention]
 
     def run(self, ids: list[np.ndarray]) -> tuple[list[np.ndarray], list[str]]:
         """Readout signs of the leading-order network, and per string why it cannot be trusted."""
@@ -205,7 +205,7 @@ class _Checker:
             for row in np.flatnonzero(tied & (reasons == "")):
                 trace = LayerTrace(*(getattr(layer, f)[row] for f in layer.__dataclass_fields__))
                 if _splittable_ties(trace, inputs[row], lengths[row], live, self.causal[index],
-                                    self.tolerance):
+                                    self.scales[index], self.tolerance):
                     reasons[row] = (f"a tie set at attention layer {index} holds keys that "
                                     "lower-order terms may tell apart")
         return signs, list(reasons)
