@@ -40,6 +40,8 @@ VANISHING = 1e-9
 
 BATCH_TOKENS = 1 << 16
 """Padded tokens per batch of the leading-order run."""
+PADDING = 1.25
+"""A batch's longest string is at most this times its shortest (plus 8 tokens): little padding."""
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,9 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     start = 0
     while start < len(order):
         stop = start + 1
-        while stop < len(order) and (stop - start + 1) * len(ids[order[stop]]) <= BATCH_TOKENS:
+        shortest = len(ids[order[start]])
+        while (stop < len(order) and (stop - start + 1) * len(ids[order[stop]]) <= BATCH_TOKENS
+               and len(ids[order[stop]]) <= PADDING * shortest + 8):
             stop += 1
         batch = order[start:stop]
         got, why = checker.run([ids[i] for i in batch])
