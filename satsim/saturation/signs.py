@@ -86,18 +86,17 @@ def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.nda
         return False
     rows = np.ascontiguousarray(inputs[:n])
     as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-    _, row_class = np.unique(as_bytes, return_inverse=True)
+    # Equal rows have equal keys: score each class of rows once, at its first position.
+    first = np.unique(as_bytes, return_index=True)[1]
     atol, rtol = tolerance
-    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
     for head in np.flatnonzero(tied.any(axis=1)):
         queries = np.flatnonzero(tied[head])
-        scores = (layer.queries[head, queries] @ layer.keys[head, :n].T) * scale
-        scores = np.where(allowed[queries], scores, -np.inf)
+        scores = (layer.queries[head, queries] @ layer.keys[head, first].T) * scale
+        if causal:  # a class is allowed once its first row is
+            scores = np.where(first[None, :] <= queries[:, None], scores, -np.inf)
         best = scores.max(axis=1, keepdims=True)
         members = scores >= best - 2 * (atol + rtol * np.abs(best))
-        lowest = np.where(members, row_class[None], n).min(axis=1)
-        highest = np.where(members, row_class[None], -1).max(axis=1)
-        if (lowest != highest).any():
+        if (members.sum(axis=1) > 1).any():
             return True
     return False
 
