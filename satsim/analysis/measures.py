@@ -59,6 +59,7 @@ def flat_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def decide(spec: ModelSpec, logits: np.ndarray) -> np.ndarray:
     """Decisions from one string's per-position logits (n, n_outputs): logit > 0 at the readout."""
+    spec.require_language_task("deciding accept/reject or next symbols")
     logits = np.asarray(logits)
     return (logits[-1] if spec.output.readout == "last" else logits) > 0
 

@@ -8,7 +8,9 @@ import numpy as np
 
 from satsim.engine.simulator import Trace
 from satsim.errors import SatsimError
-from satsim.model.spec import ModelSpec
+from satsim.model.readout import Tie, decode
+from satsim.model.settings import tie_tolerance
+from satsim.model.spec import PER_POSITION_TASKS, ModelSpec
 from satsim.reference import attention as ref
 
 MAX_PLOT_TOKENS = 512
@@ -64,8 +66,23 @@ def attention_matrix(trace: Trace, layer: int, head: int) -> np.ndarray:
     return pick
 
 
+def trace_outputs(spec: ModelSpec, trace: Trace) -> object:
+    """The trace's decoded answer, as :meth:`Simulator.outputs` gives it."""
+    settings = trace.settings
+    atol, rtol = tie_tolerance(spec.dtype, settings.atol, settings.rtol)
+    return decode(spec, trace.logits, atol, rtol)
+
+
+def _shown(value: object) -> str:
+    """A per-position output as text: a label, a tie, or a value to 6 significant digits."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def decision_text(spec: ModelSpec, trace: Trace) -> str:
-    """The model's answer: accept/reject with its logit, or the predicted next-symbol sets."""
+    """The model's answer: accept/reject with its logit, the next-symbol sets, or the outputs."""
+    if spec.output.task in PER_POSITION_TASKS:
+        return f"{spec.output.task} outputs per token: " + " ".join(
+            _shown(value) for value in trace_outputs(spec, trace))
     if spec.output.task == "recognition":
         logit = float(trace.logits[-1][0])
         return f"{'accept' if logit > 0 else 'reject'} (logit {logit:.4g})"
@@ -135,8 +152,17 @@ def render_json(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> dic
         } for head in range(heads.tie_size.shape[0])]})
     return {"string": trace.string, "tokens": list(trace.tokens), "model": spec.name,
             "attention": trace.settings.kind, "decision": decision_text(spec, trace),
-            "logits": trace.logits.tolist(), "layers": layers,
+            "logits": trace.logits.tolist(), "outputs": _json_outputs(spec, trace),
+            "layers": layers,
             "dim_names": [spec.dim_name(i) for i in range(spec.d_model)]}
+
+
+def _json_outputs(spec: ModelSpec, trace: Trace) -> list | None:
+    """Per-position outputs for JSON (a tie as {"tie": [labels]}), or None for other tasks."""
+    if spec.output.task not in PER_POSITION_TASKS:
+        return None
+    return [{"tie": list(v.labels)} if isinstance(v, Tie) else v
+            for v in trace_outputs(spec, trace)]
 
 
 def check_plottable(n_tokens: int) -> None:

@@ -7,7 +7,7 @@ import click
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec
 from satsim.model.settings import ATTENTION_KINDS
-from satsim.model.spec import TASKS
+from satsim.model.spec import LANGUAGE_TASKS
 
 
 def load_model(lang_name: str | None, model_path: str | None, task: str = "recognition"):
@@ -71,7 +71,7 @@ MODEL_OPTIONS = [
     click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
     click.option("--model", "model_path", type=click.Path(dir_okay=False),
                  help="A saved model spec (.safetensors); default: the language's construction."),
-    click.option("--task", type=click.Choice(TASKS),
+    click.option("--task", type=click.Choice(LANGUAGE_TASKS),
                  default="recognition", show_default=True,
                  help="Which construction to build (ignored with --model)."),
     click.option("--attention", type=click.Choice(ATTENTION_KINDS), default="saturated",
