@@ -8,7 +8,7 @@ import numpy as np
 
 from satsim.engine.simulator import Trace
 from satsim.errors import SatsimError
-from satsim.model.readout import Tie, decode
+from satsim.model.readout import answer_json, answer_text, decode
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import PER_POSITION_TASKS, ModelSpec
 from satsim.reference import attention as ref
@@ -73,16 +73,16 @@ def trace_outputs(spec: ModelSpec, trace: Trace) -> object:
     return decode(spec, trace.logits, atol, rtol)
 
 
-def _shown(value: object) -> str:
-    """A per-position output as text: a label, a tie, or a value to 6 significant digits."""
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+def token_mark(spec: ModelSpec, token: str) -> str:
+    """A token as traces show it: special tokens as ^ (input tokens of any length as they are)."""
+    special = token in (spec.bos, spec.eos) or (spec.character_symbols and len(token) != 1)
+    return "^" if special else token
 
 
 def decision_text(spec: ModelSpec, trace: Trace) -> str:
     """The model's answer: accept/reject with its logit, the next-symbol sets, or the outputs."""
     if spec.output.task in PER_POSITION_TASKS:
-        return f"{spec.output.task} outputs per token: " + " ".join(
-            _shown(value) for value in trace_outputs(spec, trace))
+        return f"{spec.output.task} outputs per token: " + answer_text(trace_outputs(spec, trace))
     if spec.output.task == "recognition":
         logit = float(trace.logits[-1][0])
         return f"{'accept' if logit > 0 else 'reject'} (logit {logit:.4g})"
@@ -97,6 +97,7 @@ def render_text(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> str
     lines = [f"string {trace.string!r} · model {spec.name} · attention {trace.settings.kind}",
              f"decision: {decision_text(spec, trace)}"]
     residual_index = 1
+    separator = "" if spec.character_symbols else " "
     for layer, block in enumerate(spec.blocks):
         if block.attn is not None:
             heads = trace.layers[layer]
@@ -108,8 +109,8 @@ def render_text(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> str
                     ties = trace.tie_set(layer, head, i)
                     shown = compress_positions(ties)
                     if len(ties) <= 4:
-                        shown += " " + "".join(trace.tokens[j] if len(trace.tokens[j]) == 1
-                                               else "^" for j in ties)
+                        shown += " " + separator.join(token_mark(spec, trace.tokens[j])
+                                                      for j in ties)
                     size, gap = heads.tie_size[head, i], heads.tie_gap[head, i]
                     lines.append(f"  {i:>5} {token:<5} ties {shown:<24} |S|={size:<5}"
                                  f" gap={gap:<9.3g} → {named_values(spec, wrote[head, i])}")
@@ -161,8 +162,7 @@ def _json_outputs(spec: ModelSpec, trace: Trace) -> list | None:
     """Per-position outputs for JSON (a tie as {"tie": [labels]}), or None for other tasks."""
     if spec.output.task not in PER_POSITION_TASKS:
         return None
-    return [{"tie": list(v.labels)} if isinstance(v, Tie) else v
-            for v in trace_outputs(spec, trace)]
+    return answer_json(trace_outputs(spec, trace))
 
 
 def check_plottable(n_tokens: int) -> None:
@@ -192,7 +192,7 @@ def plot_attention(spec: ModelSpec, trace: Trace, path: str) -> None:
     side = max(4.0, len(trace.tokens) / 50)
     figure, axes = plt.subplots(rows, columns, figsize=(side * columns + 1.2, side * rows),
                                 squeeze=False, layout="constrained")
-    labels = [t if len(t) == 1 else "^" for t in trace.tokens]
+    labels = [token_mark(spec, t) for t in trace.tokens]
     bos = [i for i, t in enumerate(trace.tokens) if spec.bos is not None and t == spec.bos]
     image = None
     for ax, (layer, head) in zip(axes.flat, panels):

@@ -74,3 +74,25 @@ def decode(spec: ModelSpec, logits: np.ndarray, atol: float, rtol: float) -> obj
     if output.task == "numerical":
         return [float(value) for value in rows[:, 0]]
     return categorical(output.labels, rows, atol, rtol)
+
+
+def _item_text(value: object) -> str:
+    """One per-position answer as text: a label, a tie, a value to 6 significant digits or a set."""
+    if isinstance(value, frozenset):
+        return "{" + ",".join(sorted(value)) + "}"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def answer_text(answer: object) -> str:
+    """An answer as :func:`decode` gives it, as one line of text."""
+    if isinstance(answer, bool):
+        return "accept" if answer else "reject"
+    return " ".join(_item_text(value) for value in answer)
+
+
+def answer_json(answer: object) -> object:
+    """An answer as JSON: a bool, lists of sorted sets, labels, values, {"tie": [labels]}."""
+    if isinstance(answer, bool):
+        return answer
+    return [sorted(v) if isinstance(v, frozenset) else {"tie": list(v.labels)}
+            if isinstance(v, Tie) else v for v in answer]
