@@ -75,7 +75,7 @@ def trace_outputs(spec: ModelSpec, trace: Trace) -> object:
 
 def token_mark(spec: ModelSpec, token: str) -> str:
     """A token as traces show it: special tokens as ^ (input tokens of any length as they are)."""
-    special = token in (spec.bos, spec.eos) or (spec.character_symbols and len(token) != 1)
+    special = len(token) != 1 if spec.character_symbols else token in (spec.bos, spec.eos)
     return "^" if special else token
 
 
