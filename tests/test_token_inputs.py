@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from helpers import run_satsim
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from satsim import constructions
 from satsim.analysis.evaluation import evaluate
@@ -66,7 +68,9 @@ def test_soft_twin_takes_tokens_and_ids(one_torch_thread):
     (["(", "x"], "symbol 'x' at position 1 is not in the alphabet"),
     ("(x", "symbol 'x' at position 1 is not in the alphabet"),
     (["<bos>", "("], "token '<bos>' at position 0 is the BOS/EOS token"),
-    ([0, 1], "token 0 at position 0 is the BOS/EOS token"),
+    ([0, 1], "token id 0 at position 0 is the BOS/EOS token"),
+    ([["("], [")", ")"]], "an input is text, a sequence of tokens or a sequence of integer"),
+    ([[1, 2]], "an input is text, a sequence of tokens or a sequence of integer"),
     ([1, 7], "token id 7 at position 1 is not an input symbol id"),
     ([1, -1], "token id -1 at position 1 is not an input symbol id"),
     ([1.0, 2.0], "an input is text, a sequence of tokens or a sequence of integer token ids"),
@@ -186,3 +190,18 @@ def test_cli_runs_token_models(tmp_path):
         assert result.returncode == 2 and result.stderr.startswith("error: ")
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "separated by spaces" in runner.invoke(cli, ["run", "--help"]).output
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["one", "two", "10", "x"]), max_size=8),
+       st.text(alphabet="ontwx10 ", min_size=1, max_size=4))
+def test_token_forms_agree_and_the_first_bad_token_is_named(tokens, other):
+    spec = word_model()
+    want = encode(spec, tokens)
+    assert np.array_equal(encode(spec, " ".join(tokens)), want)
+    assert np.array_equal(encode(spec, [spec.vocab.index(t) for t in tokens]), want)
+    assert want[0] == 0 and want[-1] == len(spec.vocab) - 1
+    if other.strip() and other.strip() not in spec.alphabet and " " not in other.strip():
+        with pytest.raises(SatsimError, match=f"symbol '{other.strip()}' at position "
+                                              f"{len(tokens)} is not in the alphabet"):
+            encode(spec, tokens + [other.strip()])

@@ -36,13 +36,14 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
     array) is a sequence of token ids. BOS and EOS are the spec's to add, never the input's.
     """
     table = _symbol_table(spec) if spec.character_symbols else None
-    symbol_id = {token: spec.vocab.index(token) for token in spec.alphabet}
+    symbol_id = {token: i for i, token in enumerate(spec.vocab)
+                 if token not in (spec.bos, spec.eos)}
     specials = {spec.vocab.index(t): t for t in (spec.bos, spec.eos) if t is not None}
     bos = None if spec.bos is None else spec.vocab.index(spec.bos)
     eos = None if spec.eos is None else spec.vocab.index(spec.eos)
 
     def bad_token(token: object, position: int) -> SatsimError:
-        if token in specials.values() or (type(token) is int and token in specials):
+        if token in specials.values():
             return SatsimError(f"token {token!r} at position {position} is the BOS/EOS token of "
                                f"model {spec.name!r}, which the model adds itself")
         return SatsimError(f"symbol {token!r} at position {position} is not in the alphabet "
@@ -67,19 +68,26 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
         return body
 
     def from_ids(ids: np.ndarray) -> np.ndarray:
-        for position, token_id in enumerate(ids.tolist()):
-            if not 0 <= token_id < len(spec.vocab) or token_id in specials:
-                if token_id in specials:
-                    raise bad_token(token_id, position)
-                raise SatsimError(f"token id {token_id} at position {position} is not an "
-                                  f"input symbol id of model {spec.name!r} (ids 0 … "
-                                  f"{len(spec.vocab) - 1}, BOS/EOS excluded)")
-        return ids.astype(np.int64)
+        ids = ids.astype(np.int64)
+        bad = (ids < 0) | (ids >= len(spec.vocab)) | np.isin(ids, list(specials))
+        if bad.any():
+            position = int(np.argmax(bad))
+            token_id = int(ids[position])
+            if token_id in specials:
+                raise SatsimError(f"token id {token_id} at position {position} is the BOS/EOS "
+                                  f"token of model {spec.name!r}, which the model adds itself")
+            raise SatsimError(f"token id {token_id} at position {position} is not an input "
+                              f"symbol id of model {spec.name!r} (ids 0 … "
+                              f"{len(spec.vocab) - 1}, BOS/EOS excluded)")
+        return ids
 
     def body_of(item: Input) -> np.ndarray:
         if isinstance(item, str):
             return from_characters(item) if table is not None else from_tokens(item.split())
-        array = np.asarray(item) if not isinstance(item, np.ndarray) else item
+        try:
+            array = np.asarray(item)
+        except ValueError:  # ragged nesting
+            array = np.empty(0, dtype=object).reshape(0, 0)
         if array.ndim == 1 and array.size == 0:
             return np.empty(0, dtype=np.int64)
         if array.ndim == 1 and np.issubdtype(array.dtype, np.integer):
