@@ -179,6 +179,7 @@ def convergence(spec: ModelSpec, strings: Sequence[str], scales: Sequence[float]
                 rates: Rates | None = None, device: str = "auto", dtype: str = "float64",
                 exact: bool = True) -> Convergence:
     """Per-layer cosine and decision agreement of the soft twin at cθ and the saturated limit."""
+    spec.require_language_task("the convergence of decisions")
     network = leading_order(spec, rates)
     limit_run = run_limit(network, strings)
     n, lengths = limit_run.residuals[0].shape[1], limit_run.lengths.tolist()
