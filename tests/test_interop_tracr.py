@@ -67,6 +67,19 @@ def test_softmax_at_beta_one_is_tracr_own_model(fixture, one_torch_thread):
         assert agrees(from_simulator, case["tracr"], 1e-5)
 
 
+@pytest.mark.parametrize("name", ["frac_prevs_n20", "pair_balance_n20"])
+def test_where_tracr_is_wrong_saturated_is_right_and_softmax_is_tracr(name):
+    spec, description = load_tracr_fixture(FIXTURES[0].parent / f"{name}.json")
+    wrong = [case for case in description["cases"] if not agrees(
+        [float(v) for v in case["tracr"]], case["rasp"], 1e-5)]
+    assert len(wrong) >= 5  # tracr's coldness 100/√key_size is too warm at max_seq_len 20
+    inputs = [case["tokens"] for case in wrong]
+    saturated = Simulator(spec).outputs(inputs)
+    softmax = Simulator(spec, "softmax", beta=1.0).outputs(inputs)
+    for case, hard, soft in zip(wrong, saturated, softmax):
+        assert agrees(hard, case["rasp"], 1e-9) and agrees(soft, case["tracr"], 1e-5)
+
+
 def test_spec_is_tracr_layout(fixture):
     spec, description = fixture
     assert spec.bos == description["bos_token"]
