@@ -126,6 +126,8 @@ def test_import_refuses_what_tracr_does_not_make():
     with pytest.raises(SatsimError, match="output direction 'nowhere' is not in the residual"):
         spec_from_tracr_arrays(params, **(layout | {"output_labels": ["nowhere"]}),
                                output_values=None)
+    with pytest.raises(SatsimError, match="does not hold 1 heads of size 3"):
+        spec_from_tracr_arrays(params, **(layout | {"key_size": 3}), output_values=values)
     del params["pos_embed/embeddings"]
     with pytest.raises(SatsimError, match="tracr parameters lack 'pos_embed/embeddings'"):
         spec_from_tracr_arrays(params, **layout, output_values=values)

@@ -57,6 +57,10 @@ def _get(params: dict[str, np.ndarray], name: str) -> np.ndarray:
 def _heads(matrix: np.ndarray, bias: np.ndarray, num_heads: int, key_size: int,
            rows: bool) -> tuple[np.ndarray, np.ndarray]:
     """Split haiku's side-by-side heads: [d, H·K] → [H, d, K], or rows [H·K, d] → [H, K, d]."""
+    width = matrix.shape[0 if rows else 1]
+    if matrix.ndim != 2 or width != num_heads * key_size:
+        raise SatsimError(f"an attention weight of shape {matrix.shape} does not hold "
+                          f"{num_heads} heads of size {key_size}")
     if rows:
         return matrix.reshape(num_heads, key_size, -1), bias
     d_model = matrix.shape[0]
