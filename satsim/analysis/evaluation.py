@@ -101,6 +101,7 @@ def evaluate(
     ``on_bin`` hears each bin's result; ``on_progress`` (strings done, in the bin) hears how a
     large bin goes.
     """
+    simulator.spec.require_language_task("evaluation against a language")
     check_alphabet(simulator.spec, language)
     return evaluate_predictor(lambda strings: predict(simulator, strings), simulator.spec,
                               language, simulator.settings.kind, bins, n, seed, on_bin,
@@ -165,6 +166,7 @@ def evaluate_predictor(
     the bins hold positives only (see :func:`test_set`). ``warm_up`` first answers one string
     untimed, so that compiling the kernels is not timed.
     """
+    spec.require_language_task("evaluation against a language")
     if n < 1:
         raise SatsimError(f"need at least one string per bin, got n={n}")
     check_test_set_memory(bins, n)

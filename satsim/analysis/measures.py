@@ -59,6 +59,7 @@ def flat_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def decide(spec: ModelSpec, logits: np.ndarray) -> np.ndarray:
     """Decisions from one string's per-position logits (n, n_outputs): logit > 0 at the readout."""
+    spec.require_language_task("deciding accept/reject or next symbols")
     logits = np.asarray(logits)
     return (logits[-1] if spec.output.readout == "last" else logits) > 0
 
@@ -178,6 +179,7 @@ def convergence(spec: ModelSpec, strings: Sequence[str], scales: Sequence[float]
                 rates: Rates | None = None, device: str = "auto", dtype: str = "float64",
                 exact: bool = True) -> Convergence:
     """Per-layer cosine and decision agreement of the soft twin at cθ and the saturated limit."""
+    spec.require_language_task("the convergence of decisions")
     network = leading_order(spec, rates)
     limit_run = run_limit(network, strings)
     n, lengths = limit_run.residuals[0].shape[1], limit_run.lengths.tolist()

@@ -8,7 +8,9 @@ import numpy as np
 
 from satsim.engine.simulator import Trace
 from satsim.errors import SatsimError
-from satsim.model.spec import ModelSpec
+from satsim.model.readout import answer_json, answer_text, decode
+from satsim.model.settings import tie_tolerance
+from satsim.model.spec import PER_POSITION_TASKS, ModelSpec
 from satsim.reference import attention as ref
 
 MAX_PLOT_TOKENS = 512
@@ -64,8 +66,23 @@ def attention_matrix(trace: Trace, layer: int, head: int) -> np.ndarray:
     return pick
 
 
+def trace_outputs(spec: ModelSpec, trace: Trace) -> object:
+    """The trace's decoded answer, as :meth:`Simulator.outputs` gives it."""
+    settings = trace.settings
+    atol, rtol = tie_tolerance(spec.dtype, settings.atol, settings.rtol)
+    return decode(spec, trace.logits, atol, rtol)
+
+
+def token_mark(spec: ModelSpec, token: str) -> str:
+    """A token as traces show it: special tokens as ^ (input tokens of any length as they are)."""
+    special = len(token) != 1 if spec.character_symbols else token in (spec.bos, spec.eos)
+    return "^" if special else token
+
+
 def decision_text(spec: ModelSpec, trace: Trace) -> str:
-    """The model's answer: accept/reject with its logit, or the predicted next-symbol sets."""
+    """The model's answer: accept/reject with its logit, the next-symbol sets, or the outputs."""
+    if spec.output.task in PER_POSITION_TASKS:
+        return f"{spec.output.task} outputs per token: " + answer_text(trace_outputs(spec, trace))
     if spec.output.task == "recognition":
         logit = float(trace.logits[-1][0])
         return f"{'accept' if logit > 0 else 'reject'} (logit {logit:.4g})"
@@ -80,6 +97,7 @@ def render_text(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> str
     lines = [f"string {trace.string!r} · model {spec.name} · attention {trace.settings.kind}",
              f"decision: {decision_text(spec, trace)}"]
     residual_index = 1
+    separator = "" if spec.character_symbols else " "
     for layer, block in enumerate(spec.blocks):
         if block.attn is not None:
             heads = trace.layers[layer]
@@ -91,8 +109,8 @@ def render_text(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> str
                     ties = trace.tie_set(layer, head, i)
                     shown = compress_positions(ties)
                     if len(ties) <= 4:
-                        shown += " " + "".join(trace.tokens[j] if len(trace.tokens[j]) == 1
-                                               else "^" for j in ties)
+                        shown += " " + separator.join(token_mark(spec, trace.tokens[j])
+                                                      for j in ties)
                     size, gap = heads.tie_size[head, i], heads.tie_gap[head, i]
                     lines.append(f"  {i:>5} {token:<5} ties {shown:<24} |S|={size:<5}"
                                  f" gap={gap:<9.3g} → {named_values(spec, wrote[head, i])}")
@@ -135,8 +153,16 @@ def render_json(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> dic
         } for head in range(heads.tie_size.shape[0])]})
     return {"string": trace.string, "tokens": list(trace.tokens), "model": spec.name,
             "attention": trace.settings.kind, "decision": decision_text(spec, trace),
-            "logits": trace.logits.tolist(), "layers": layers,
+            "logits": trace.logits.tolist(), "outputs": _json_outputs(spec, trace),
+            "layers": layers,
             "dim_names": [spec.dim_name(i) for i in range(spec.d_model)]}
+
+
+def _json_outputs(spec: ModelSpec, trace: Trace) -> list | None:
+    """Per-position outputs for JSON (a tie as {"tie": [labels]}), or None for other tasks."""
+    if spec.output.task not in PER_POSITION_TASKS:
+        return None
+    return answer_json(trace_outputs(spec, trace))
 
 
 def check_plottable(n_tokens: int) -> None:
@@ -166,7 +192,7 @@ def plot_attention(spec: ModelSpec, trace: Trace, path: str) -> None:
     side = max(4.0, len(trace.tokens) / 50)
     figure, axes = plt.subplots(rows, columns, figsize=(side * columns + 1.2, side * rows),
                                 squeeze=False, layout="constrained")
-    labels = [t if len(t) == 1 else "^" for t in trace.tokens]
+    labels = [token_mark(spec, t) for t in trace.tokens]
     bos = [i for i, t in enumerate(trace.tokens) if spec.bos is not None and t == spec.bos]
     image = None
     for ax, (layer, head) in zip(axes.flat, panels):

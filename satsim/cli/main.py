@@ -10,7 +10,15 @@ from typing import NoReturn
 import click
 
 from languages.base import LanguageError
-from satsim.cli.options import count, get_language, simulator_from_options, with_model_options
+from satsim.cli.options import (
+    INPUT_HELP,
+    count,
+    get_language,
+    language_or_none,
+    simulator_from_options,
+    with_model_options,
+    with_model_options_language_optional,
+)
 from satsim.errors import SatsimError
 from satsim.output import ENVIRONMENT_ERRNOS, describe_os_error
 
@@ -80,19 +88,24 @@ def eval_command(lang_name, model_path, task, attention, beta, atol, rtol, n, se
         click.echo(f"overall: {report.n} strings, accuracy {report.accuracy:.4f}")
 
 
-@cli.command("run")
-@with_model_options
+@cli.command("run", help="Run the model on STRINGS (or one per line of standard input), beside "
+             "the language's oracle with --lang. " + INPUT_HELP)
+@with_model_options_language_optional
 @click.argument("strings", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per string.")
 def run_command(lang_name, model_path, task, attention, beta, atol, rtol, strings,
                 as_json) -> None:
-    """Run the model on STRINGS (or one string per line of standard input) beside the oracle."""
-    language = get_language(lang_name)
+    """Run the model on STRINGS beside the oracle (or without one, for a saved model alone)."""
+    language = get_language(lang_name) if lang_name is not None else None
     if not strings:
         if sys.stdin.isatty():
             raise SatsimError("give STRINGS, or pipe one string per line into standard input")
         strings = tuple(line.rstrip("\n") for line in sys.stdin)
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    language = language_or_none(lang_name, simulator.spec)
+    if language is None:
+        _show_answers(simulator, strings, as_json)
+        return
     from satsim.analysis.scoring import verdicts
 
     for verdict in verdicts(simulator, language, strings):
@@ -108,6 +121,22 @@ def run_command(lang_name, model_path, task, attention, beta, atol, rtol, string
             oracle = "in " if verdict.in_language else "out"
             click.echo(f"{verdict.word:<7} oracle {oracle}  "
                        f"{'ok' if verdict.correct else 'WRONG':<5} {shown!r}")
+
+
+def _show_answers(simulator, strings, as_json: bool) -> None:
+    """Print the model's decoded answer for each input, without an oracle."""
+    from satsim.model.encoding import input_length
+    from satsim.model.readout import answer_json, answer_text
+
+    ids = simulator.encode(list(strings))
+    for string, seq, answer in zip(strings, ids, simulator.outputs(list(strings))):
+        if as_json:
+            click.echo(json.dumps({"string": string if len(string) <= 1000 else None,
+                                   "tokens": input_length(simulator.spec, seq),
+                                   "answer": answer_json(answer)}))
+        else:
+            shown = string if len(string) <= 60 else f"{string[:28]}…{string[-28:]}"
+            click.echo(f"{shown!r}: {answer_text(answer)}")
 
 
 @cli.command("languages")

@@ -7,7 +7,7 @@ import click
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec
 from satsim.model.settings import ATTENTION_KINDS
-from satsim.model.spec import TASKS
+from satsim.model.spec import LANGUAGE_TASKS
 
 
 def load_model(lang_name: str | None, model_path: str | None, task: str = "recognition"):
@@ -67,11 +67,16 @@ def count(minimum: int = 0) -> click.IntRange:
     return Count(min=minimum, max=MAX_COUNT)
 
 
+LANGUAGE_OPTION = click.option("--lang", "lang_name", required=True,
+                               help="Language (see `satsim languages`).")
+OPTIONAL_LANGUAGE_OPTION = click.option(
+    "--lang", "lang_name", default=None,
+    help="Language (see `satsim languages`): its construction, and its oracle beside the "
+         "answers. Optional with --model.")
 MODEL_OPTIONS = [
-    click.option("--lang", "lang_name", required=True, help="Language (see `satsim languages`)."),
     click.option("--model", "model_path", type=click.Path(dir_okay=False),
                  help="A saved model spec (.safetensors); default: the language's construction."),
-    click.option("--task", type=click.Choice(TASKS),
+    click.option("--task", type=click.Choice(LANGUAGE_TASKS),
                  default="recognition", show_default=True,
                  help="Which construction to build (ignored with --model)."),
     click.option("--attention", type=click.Choice(ATTENTION_KINDS), default="saturated",
@@ -100,8 +105,31 @@ class OutputPath(click.Path):
         return str(check(value, option))
 
 
-def with_model_options(fn):
+def with_model_options(fn, language_required: bool = True):
     """Attach the options that choose a language, a model and an attention kind."""
     for option in reversed(MODEL_OPTIONS):
         fn = option(fn)
-    return fn
+    return (LANGUAGE_OPTION if language_required else OPTIONAL_LANGUAGE_OPTION)(fn)
+
+
+def with_model_options_language_optional(fn):
+    """The model options, with --lang optional (a saved model runs without an oracle)."""
+    return with_model_options(fn, language_required=False)
+
+
+INPUT_HELP = ("An input is a string of symbols; for a model whose symbols are not all one "
+              "character (a tracr import, say), its tokens separated by spaces, in one argument: "
+              "'1 10 3'.")
+"""How ``run`` and ``trace`` read an input, for their help."""
+
+
+def language_or_none(lang_name: str | None, spec):
+    """The language that judges ``spec``'s answers, or None (no --lang).
+
+    A language judges recognition and next-symbol answers only; --lang with a model of another
+    task is a one-line error.
+    """
+    if lang_name is None:
+        return None
+    spec.require_language_task(f"--lang {lang_name} (the oracle)")
+    return get_language(lang_name)

@@ -108,6 +108,7 @@ def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, ma
     from satsim.soft import resolve_device
 
     spec = load_model(lang_name, model_path)
+    spec.require_language_task("satsim saturation (it compares decisions)")
     scales = parse_scales(scales_text)
     rates = parse_rates(rates_text) if rates_text else None
     language = languages.get(lang_name) if lang_name in languages.names() else None

@@ -6,11 +6,17 @@ import json
 
 import click
 
-from satsim.cli.options import OutputPath, simulator_from_options, with_model_options
+from satsim.cli.options import (
+    INPUT_HELP,
+    OutputPath,
+    simulator_from_options,
+    with_model_options_language_optional,
+)
 
 
-@click.command("trace")
-@with_model_options
+@click.command("trace", help="Trace STRING through the model: tie sets, tie gaps, and what each "
+               "head and layer wrote. " + INPUT_HELP)
+@with_model_options_language_optional
 @click.argument("string")
 @click.option("--plot", "plot_path", type=OutputPath(),
               help="Also draw every head's attention map into this image file (PNG, PDF, SVG).")
@@ -20,11 +26,12 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
     """Trace STRING through the model: tie sets, tie gaps, and what each head and layer wrote."""
     from satsim.analysis.head_roles import roles_from_traces
     from satsim.analysis.traces import check_plottable, plot_attention, render_json, render_text
-    from satsim.cli.options import get_language
+    from satsim.cli.options import get_language, language_or_none
 
-    language = get_language(lang_name)
-    member = language.contains(string)  # a symbol outside the alphabet stops here
+    if lang_name is not None:
+        get_language(lang_name).contains(string)  # a symbol outside the alphabet stops here
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
+    language = language_or_none(lang_name, simulator.spec)
     if plot_path:
         check_plottable(len(simulator.encode([string])[0]))
     trace = simulator.trace(string)
@@ -33,6 +40,8 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
         click.echo(json.dumps(render_json(simulator.spec, trace, roles)))
     else:
         click.echo(render_text(simulator.spec, trace, roles))
-        click.echo(f"oracle: {string!r} is {'in' if member else 'not in'} {language.name}")
+        if language is not None:
+            member = language.contains(string)
+            click.echo(f"oracle: {string!r} is {'in' if member else 'not in'} {language.name}")
     if plot_path:  # after the trace is out, so a failed write loses nothing
         plot_attention(simulator.spec, trace, plot_path)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import partial
 
 from satsim.errors import SatsimError
-from satsim.model.spec import TASKS, ModelSpec
+from satsim.model.spec import LANGUAGE_TASKS, ModelSpec
 
 from .blocks import build_blocks
 from .dyck import build_shuffle_dyck
@@ -42,6 +42,6 @@ def build(name: str, task: str = "recognition", **options) -> ModelSpec:
     """Build the hand-made transformer for language ``name`` (options go to its builder)."""
     if name not in _BUILDERS:
         raise SatsimError(f"no construction for {name!r}; known: {', '.join(names())}")
-    if task not in TASKS:
-        raise SatsimError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    if task not in LANGUAGE_TASKS:
+        raise SatsimError(f"unknown task {task!r}; known: {', '.join(LANGUAGE_TASKS)}")
     return _BUILDERS[name](task=task, **options)

@@ -16,8 +16,9 @@ from satsim.engine.kernels.layers import serial_kernels
 from satsim.engine.program import FusedModel, forward_fused, fuse
 from satsim.engine.resources import SYMBOL_BYTES, check_memory
 from satsim.errors import SatsimError
-from satsim.model.encoding import _symbol_table, encode, encoder
-from satsim.model.settings import AttentionSettings
+from satsim.model.encoding import Input, _symbol_table, encoder, input_text
+from satsim.model.readout import decode, next_symbol_sets  # noqa: F401 (re-exported)
+from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import tie_sets
 
@@ -36,10 +37,11 @@ class HeadTrace:
 
 @dataclass(frozen=True)
 class Trace:
-    """Every residual and every head of one string's forward pass.
+    """Every residual and every head of one input's forward pass.
 
-    ``layers`` has one entry per block (None for a block without attention); ``residuals`` has
-    the input and the stream after every sublayer.
+    ``string`` is the input's text form (:func:`satsim.model.encoding.input_text`), ``tokens``
+    every token with BOS/EOS; ``layers`` has one entry per block (None for a block without
+    attention); ``residuals`` has the input and the stream after every sublayer.
     """
 
     string: str
@@ -63,7 +65,10 @@ class Trace:
 
 
 class Simulator:
-    """Run a :class:`ModelSpec` on batches of strings with compiled attention kernels.
+    """Run a :class:`ModelSpec` on batches of inputs with compiled attention kernels.
+
+    Every method takes a list of inputs, each text, a sequence of tokens or a sequence of token
+    ids (see :func:`satsim.model.encoding.encoder`).
 
     ``attention`` is one of ``saturated`` (mean over the tie set), ``unique-left`` /
     ``unique-right`` (one end of the tie set) or ``softmax`` (with inverse temperature
@@ -95,8 +100,8 @@ class Simulator:
         self.fused = fused
         self._fused_model: FusedModel | None | bool = False  # False: not built yet
 
-    def encode(self, strings: Sequence[str]) -> list[np.ndarray]:
-        """Token ids of each string (BOS/EOS added); a symbol outside the vocab raises."""
+    def encode(self, strings: Sequence[Input]) -> list[np.ndarray]:
+        """Token ids of each input (BOS/EOS added); a symbol outside the vocab raises."""
         if isinstance(strings, str):
             raise SatsimError("pass a list of strings, not a single string")
         encode_one = encoder(self.spec)
@@ -107,14 +112,22 @@ class Simulator:
             )
         return ids
 
-    def encode_all(self, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Token ids (int32) of all strings back to back, with each string's start and length.
+    def encode_all(self, strings: Sequence[Input]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Token ids (int32) of all inputs back to back, with each input's start and length.
 
-        The same ids as :meth:`encode`, in one pass over the joined strings; errors are the same.
+        The same ids as :meth:`encode`; text of one-character symbols goes in one pass over the
+        joined strings, errors are the same.
         """
         if isinstance(strings, str):
             raise SatsimError("pass a list of strings, not a single string")
         spec = self.spec
+        if not (spec.character_symbols and all(isinstance(s, str) for s in strings)):
+            ids = self.encode(strings)
+            lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+            starts = np.zeros(len(lengths), dtype=np.int64)
+            np.cumsum(lengths[:-1], out=starts[1:])
+            joined = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+            return joined.astype(np.int32), starts, lengths
         table = _symbol_table(spec)
         # BOS and EOS become two code points just past the symbols' table, joined in place.
         marks = {}
@@ -239,7 +252,7 @@ class Simulator:
                 placed[index] = (run, row, len(ids[index]))
         return placed
 
-    def logits(self, strings: Sequence[str]) -> list[np.ndarray]:
+    def logits(self, strings: Sequence[Input]) -> list[np.ndarray]:
         """Logits per string: (n_outputs,) for a last-position readout, else (n, n_outputs)."""
         readout_last = self.spec.output.readout == "last"
         if self._fused() is not None:
@@ -253,7 +266,7 @@ class Simulator:
             out.append(per_position[-1] if readout_last else per_position)
         return out
 
-    def accepts(self, strings: Sequence[str]) -> np.ndarray:
+    def accepts(self, strings: Sequence[Input]) -> np.ndarray:
         """Whether a recogniser accepts each string (its logit is > 0), as a bool array."""
         if self.spec.output.task != "recognition":
             raise SatsimError(f"model {self.spec.name!r} is not a recogniser")
@@ -261,23 +274,33 @@ class Simulator:
             return self._run_fused(strings)[0][:, 0] > 0
         return np.array([logit[0] > 0 for logit in self.logits(strings)], dtype=bool)
 
-    def next_symbols(self, strings: Sequence[str]) -> list[list[frozenset[str]]]:
+    def next_symbols(self, strings: Sequence[Input]) -> list[list[frozenset[str]]]:
         """For a next-symbol model: the predicted set after each prefix s[:0] … s[:len(s)]."""
         if self.spec.output.task != "next-symbol":
             raise SatsimError(f"model {self.spec.name!r} is not a next-symbol model")
-        labels = np.array(self.spec.output.labels, dtype=object)
-        return [next_symbol_sets(labels, logits, string)
-                for string, logits in zip(strings, self.logits(strings))]
+        return self.outputs(strings)
 
-    def trace(self, string: str) -> Trace:
-        """Run one string and keep every residual, every head's queries, keys, outputs and ties."""
+    def outputs(self, inputs: Sequence[Input]) -> list:
+        """The decoded answer per input (:func:`satsim.model.readout.decode`).
+
+        recognition: accept (bool); next-symbol: the set after each prefix; categorical: per
+        input token (BOS/EOS excluded) the label of the largest logit, or a
+        :class:`~satsim.model.readout.Tie` of the tied labels; numerical: per input token a float.
+        """
+        atol, rtol = tie_tolerance(self.spec.dtype, self.settings.atol, self.settings.rtol)
+        return [decode(self.spec, logits, atol, rtol) for logits in self.logits(inputs)]
+
+    def trace(self, string: Input) -> Trace:
+        """Run one input and keep every residual, every head's queries, keys, outputs and ties."""
         return self.traces([string])[0]
 
-    def traces(self, strings: Sequence[str]) -> list[Trace]:
-        """Run strings and keep, for each, every residual and every head's work."""
+    def traces(self, strings: Sequence[Input]) -> list[Trace]:
+        """Run inputs and keep, for each, every residual and every head's work."""
         out = []
-        for string, (run, row, length) in zip(strings, self._run(strings, trace=True)):
-            tokens = tuple(self.spec.vocab[i] for i in encode(self.spec, string))
+        ids = self.encode(strings)
+        for index, (run, row, length) in enumerate(self._run(strings, trace=True)):
+            tokens = tuple(self.spec.vocab[i] for i in ids[index])
+            string = input_text(self.spec, ids[index])
             computed = iter(run.layers)
             layers: list[HeadTrace | None] = []
             for block in self.spec.blocks:
@@ -297,8 +320,3 @@ class Simulator:
             logits = run.logits[row, :length]
             out.append(Trace(string, tokens, residuals, layers, logits, self.settings))
         return out
-
-
-def next_symbol_sets(labels: np.ndarray, logits: np.ndarray, string: str) -> list[frozenset[str]]:
-    """The predicted set after each prefix of ``string``: the labels whose logit is > 0."""
-    return [frozenset(labels[row > 0]) for row in logits[: len(string) + 1]]

@@ -1,6 +1,8 @@
-"""From strings to token ids and input vectors: BOS/EOS, symbol checks, positional information."""
+"""From inputs to token ids and input vectors: BOS/EOS, symbol checks, positional information."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,38 +23,104 @@ def _symbol_table(spec: ModelSpec) -> np.ndarray:
     return table
 
 
-def encoder(spec: ModelSpec):
-    """Return a function string → int64 token ids (BOS/EOS added), for encoding many strings."""
-    table = _symbol_table(spec)
+Input = str | Sequence[str] | Sequence[int] | np.ndarray
+"""One input to a model: text, a sequence of tokens, or a sequence of integer token ids."""
+
+
+def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
+    """Return a function input → int64 token ids (BOS/EOS added), for encoding many inputs.
+
+    The one statement of what an input is. Text (a ``str``) is read by character when every
+    input symbol of the spec is one character, else as whitespace-separated tokens; a sequence
+    of strings is a sequence of tokens (vocab entries); a sequence of integers (or an integer
+    array) is a sequence of token ids. BOS and EOS are the spec's to add, never the input's.
+    """
+    table = _symbol_table(spec) if spec.character_symbols else None
+    symbol_id = {token: i for i, token in enumerate(spec.vocab)
+                 if token not in (spec.bos, spec.eos)}
+    specials = {spec.vocab.index(t): t for t in (spec.bos, spec.eos) if t is not None}
     bos = None if spec.bos is None else spec.vocab.index(spec.bos)
     eos = None if spec.eos is None else spec.vocab.index(spec.eos)
-    offset = bos is not None
-    extra = offset + (eos is not None)
 
-    def encode_one(string: str) -> np.ndarray:
-        ids = np.empty(len(string) + extra, dtype=np.int64)
-        if bos is not None:
-            ids[0] = bos
-        body = ids[offset : offset + len(string)]
+    def bad_token(token: object, position: int) -> SatsimError:
+        if token in specials.values():
+            return SatsimError(f"token {token!r} at position {position} is the BOS/EOS token of "
+                               f"model {spec.name!r}, which the model adds itself")
+        return SatsimError(f"symbol {token!r} at position {position} is not in the alphabet "
+                           f"of model {spec.name!r} {spec.alphabet}")
+
+    def from_characters(string: str) -> np.ndarray:
         codes = np.frombuffer(string.encode("utf-32-le"), dtype=np.uint32)
         inside = codes < table.size
-        body[:] = np.where(inside, table[np.where(inside, codes, 0)], -1) if table.size else -1
+        body = np.where(inside, table[np.where(inside, codes, 0)], -1) if table.size else (
+            np.full(len(string), -1, dtype=np.int64))
         if body.size and body.min() < 0:
             position = int(np.argmax(body < 0))
-            raise SatsimError(
-                f"symbol {string[position]!r} at position {position} is not in the alphabet "
-                f"of model {spec.name!r} {spec.alphabet}"
-            )
-        if eos is not None:
-            ids[-1] = eos
+            raise bad_token(string[position], position)
+        return body
+
+    def from_tokens(tokens: Sequence[str]) -> np.ndarray:
+        body = np.empty(len(tokens), dtype=np.int64)
+        for position, token in enumerate(tokens):
+            if not isinstance(token, str) or token not in symbol_id:
+                raise bad_token(token, position)
+            body[position] = symbol_id[token]
+        return body
+
+    def from_ids(ids: np.ndarray) -> np.ndarray:
+        ids = ids.astype(np.int64)
+        bad = (ids < 0) | (ids >= len(spec.vocab)) | np.isin(ids, list(specials))
+        if bad.any():
+            position = int(np.argmax(bad))
+            token_id = int(ids[position])
+            if token_id in specials:
+                raise SatsimError(f"token id {token_id} at position {position} is the BOS/EOS "
+                                  f"token of model {spec.name!r}, which the model adds itself")
+            raise SatsimError(f"token id {token_id} at position {position} is not an input "
+                              f"symbol id of model {spec.name!r} (ids 0 … "
+                              f"{len(spec.vocab) - 1}, BOS/EOS excluded)")
         return ids
+
+    def body_of(item: Input) -> np.ndarray:
+        if isinstance(item, str):
+            return from_characters(item) if table is not None else from_tokens(item.split())
+        try:
+            array = np.asarray(item)
+        except ValueError:  # ragged nesting
+            array = np.empty(0, dtype=object).reshape(0, 0)
+        if array.ndim == 1 and array.size == 0:
+            return np.empty(0, dtype=np.int64)
+        if array.ndim == 1 and np.issubdtype(array.dtype, np.integer):
+            return from_ids(array)
+        if array.ndim == 1 and array.dtype.kind == "U":
+            return from_tokens(list(item))
+        raise SatsimError(f"an input is text, a sequence of tokens or a sequence of integer "
+                          f"token ids; got {type(item).__name__} {str(item)[:40]!r}")
+
+    def encode_one(item: Input) -> np.ndarray:
+        body = body_of(item)
+        parts = ([np.array([bos])] if bos is not None else []) + [body] + (
+            [np.array([eos])] if eos is not None else [])
+        return np.concatenate(parts).astype(np.int64)
 
     return encode_one
 
 
-def encode(spec: ModelSpec, string: str) -> np.ndarray:
-    """Return the int64 token ids of ``string`` with the model's BOS/EOS added."""
-    return encoder(spec)(string)
+def encode(spec: ModelSpec, item: Input) -> np.ndarray:
+    """Return the int64 token ids of one input with the model's BOS/EOS added."""
+    return encoder(spec)(item)
+
+
+def input_length(spec: ModelSpec, ids: np.ndarray) -> int:
+    """The number of input tokens in encoded ``ids`` (BOS and EOS excluded)."""
+    return len(ids) - (spec.bos is not None) - (spec.eos is not None)
+
+
+def input_text(spec: ModelSpec, ids: np.ndarray) -> str:
+    """The text form of encoded ``ids`` (BOS/EOS dropped): characters, or tokens with spaces."""
+    start = spec.bos is not None
+    body = [spec.vocab[i] for i in ids[start : start + input_length(spec, ids)]]
+    return ("" if spec.character_symbols else " ").join(body)
 
 
 def positional_vectors(spec: ModelSpec, n: int) -> np.ndarray | None:

@@ -21,9 +21,11 @@ from satsim.model.spec import (
 )
 
 FORMAT = "satsim-spec"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
-"""Version 2 added norm kinds, attention scales, activations and parallel blocks."""
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+"""Version 2 added norm kinds, attention scales, activations and parallel blocks; version 3,
+tokens of any length in the vocab and the categorical and numerical output tasks (no new keys:
+a version 1 or 2 file reads as before)."""
 METADATA_KEY = "satsim"
 
 

@@ -13,11 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from satsim.errors import SpecError
+from satsim.errors import SatsimError, SpecError
 from satsim.model.positions import FEATURES, POSITION_KINDS
 
 NORM_PLACEMENTS = ("none", "pre", "post")
-TASKS = ("recognition", "next-symbol", "categorical")  # categorical: see satsim.interop
+LANGUAGE_TASKS = ("recognition", "next-symbol")
+"""Tasks on a formal language, which the languages' oracles, evaluation and constructions judge."""
+PER_POSITION_TASKS = ("categorical", "numerical")
+"""Per-position outputs: the label of the largest logit, or the value of the one logit."""
+TASKS = LANGUAGE_TASKS + PER_POSITION_TASKS
 READOUTS = ("last", "per-position")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 """Feed-forward activations: ReLU, GELU (erf form), GELU (tanh form, TL's gelu_new), SiLU."""
@@ -220,7 +224,13 @@ class PositionalSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """The unembedding and how it is read: one 'accept' logit, or one logit per next symbol."""
+    """The unembedding and how it is read (:mod:`satsim.model.readout` decodes it).
+
+    recognition: one 'accept' logit (accept iff > 0); next-symbol: one logit per symbol (the
+    symbols whose logit is > 0); categorical: one logit per label (the label of the largest
+    logit, ties reported); numerical: one logit, its value. The per-position tasks read every
+    position (readout "per-position").
+    """
 
     W_U: Array = tensor()
     b_U: Array | None = tensor(optional=True)
@@ -243,6 +253,13 @@ class OutputSpec:
         _check_shape("unembed.b_U", self.b_U, (len(self.labels),))
         if self.task == "recognition" and len(self.labels) != 1:
             raise SpecError("a recognition output has exactly one logit (accept iff > 0)")
+        if self.task == "numerical" and len(self.labels) != 1:
+            raise SpecError("a numerical output has exactly one logit (its value)")
+        if self.task in PER_POSITION_TASKS and self.readout != "per-position":
+            raise SpecError(f"a {self.task} output is read at every position "
+                            "(readout 'per-position')")
+        if len(set(self.labels)) != len(self.labels):
+            raise SpecError(f"output labels must be distinct, got {self.labels}")
 
 
 @dataclass(frozen=True)
@@ -254,8 +271,10 @@ class ModelSpec:
     ``residual`` is one flag for all sublayers or one per present sublayer, in order (a limit
     network may keep the skip connection at some sublayers only). With ``parallel``, a block's
     attention and feed-forward read the same stream: x + attn(LN1(x)) + mlp(LN2(x)).
-    Attention scores are scale·q·k (1/√d_head by default). Recognition accepts iff the readout
-    logit is > 0; next-symbol predicts the labels whose logits are > 0 at every position.
+    Attention scores are scale·q·k (1/√d_head by default). The output spec says how the logits
+    are read (recognition, next-symbol, categorical or numerical). Input symbols are any
+    distinct non-empty strings; text inputs are read by character when every symbol is one
+    character, else as whitespace-separated tokens (:mod:`satsim.model.encoding`).
     :mod:`satsim.model.architecture` states this walk once for every backend.
     """
 
@@ -301,8 +320,8 @@ class ModelSpec:
         if len(set(self.vocab)) != len(self.vocab) or not self.vocab:
             raise SpecError("vocab must be a non-empty tuple of distinct tokens")
         for token in self.vocab:
-            if token not in (self.bos, self.eos) and len(token) != 1:
-                raise SpecError(f"input token {token!r} must be one character (or be bos/eos)")
+            if not isinstance(token, str) or not token:
+                raise SpecError(f"every token must be a non-empty string, got {token!r}")
         for special in (self.bos, self.eos):
             if special is not None and special not in self.vocab:
                 raise SpecError(f"special token {special!r} is not in the vocab")
@@ -410,6 +429,17 @@ class ModelSpec:
     def alphabet(self) -> tuple[str, ...]:
         """Input symbols: the vocab without the special tokens."""
         return tuple(t for t in self.vocab if t not in (self.bos, self.eos))
+
+    @property
+    def character_symbols(self) -> bool:
+        """Whether every input symbol is one character (text inputs are then read by character)."""
+        return all(len(t) == 1 for t in self.alphabet)
+
+    def require_language_task(self, what: str) -> None:
+        """Raise a one-line SatsimError unless the output is recognition or next-symbol."""
+        if self.output.task not in LANGUAGE_TASKS:
+            raise SatsimError(f"{what} needs a recognition or next-symbol model; model "
+                              f"{self.name!r} has {self.output.task} outputs")
 
     def tensors(self) -> dict[str, Array]:
         """Every tensor of the model by its TransformerLens-style name."""

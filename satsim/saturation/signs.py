@@ -227,6 +227,7 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     """
     if isinstance(strings, str):
         raise SatsimError("pass a list of strings, not a single string")
+    spec.require_language_task("limit_signs (the sign of each readout logit)")
     network = leading_order(spec.astype(np.float64), rates)
     encode = encoder(network.spec)
     ids = [encode(s) for s in strings]

@@ -20,7 +20,9 @@ from torch import Tensor, nn
 
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks, steps
-from satsim.model.encoding import encode
+from satsim.model.encoding import Input, encoder
+from satsim.model.readout import decode
+from satsim.model.settings import default_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.graph import growth_exponent, network_graph
 from satsim.saturation.respec import with_tensors
@@ -205,11 +207,15 @@ class SoftTransformer(nn.Module):
         return SoftRun(soft.unembed(final, self.spec.output), soft.residuals, final, lengths,
                        soft.hooks)
 
-    def encode(self, strings: Sequence[str]) -> tuple[Tensor, Tensor]:
-        """Padded token ids (B, T) and lengths (B,) of ``strings`` (BOS/EOS added)."""
+    def encode(self, strings: Sequence[Input]) -> tuple[Tensor, Tensor]:
+        """Padded token ids (B, T) and lengths (B,) of the inputs (BOS/EOS added).
+
+        Each input is text, a sequence of tokens or of token ids, as the simulator takes them.
+        """
         if isinstance(strings, str):
             raise SatsimError("pass a list of strings, not a single string")
-        ids = [encode(self.spec, s) for s in strings]
+        encode_one = encoder(self.spec)
+        ids = [encode_one(s) for s in strings]
         if not ids or any(len(seq) == 0 for seq in ids):
             raise SatsimError("give at least one string that yields at least one token")
         lengths = torch.tensor([len(seq) for seq in ids], dtype=torch.long)
@@ -218,8 +224,9 @@ class SoftTransformer(nn.Module):
             tokens[row, : len(seq)] = torch.from_numpy(seq)
         return tokens.to(self.device), lengths
 
-    def run(self, strings: Sequence[str], *, beta: float = 1.0, cache: bool = False) -> SoftRun:
-        """Run strings without gradients; a non-finite result raises a one-line overflow error."""
+    def run(self, strings: Sequence[Input], *, beta: float = 1.0,
+            cache: bool = False) -> SoftRun:
+        """Run inputs without gradients; a non-finite result raises a one-line overflow error."""
         tokens, lengths = self.encode(strings)
         with torch.no_grad():
             result = self(tokens, lengths, beta=beta, cache=cache)
@@ -229,6 +236,17 @@ class SoftTransformer(nn.Module):
                 f"the soft twin of {self.spec.name!r} overflowed {self.dtype} at c = "
                 f"{self.scale:g} (activations grow like c^{exponent}); use float64 or a smaller c")
         return result
+
+    def outputs(self, inputs: Sequence[Input], *, beta: float = 1.0) -> list:
+        """The decoded answer per input, as :meth:`satsim.engine.simulator.Simulator.outputs`.
+
+        Categorical ties use the default tie tolerance of the twin's dtype.
+        """
+        result = self.run(inputs, beta=beta)
+        numpy_dtype = np.float64 if self.dtype == torch.float64 else np.float32
+        atol, rtol = default_tolerance(numpy_dtype)
+        return [decode(self.spec, result.logits_of(row), atol, rtol)
+                for row in range(len(result.lengths))]
 
 
 class SoftPass(Backend[Tensor]):
