@@ -21,7 +21,7 @@ from satsim.model.encoding import encode, input_text
 from satsim.model.io import load_spec, save_spec
 from satsim.model.readout import Tie, categorical
 from satsim.model.spec import ModelSpec, OutputSpec
-from satsim.saturation.signs import limit_signs
+from satsim.saturation.signs import LimitPredictor, limit_signs
 
 rng = random.Random(15)
 
@@ -155,11 +155,14 @@ def test_language_analyses_refuse_per_position_models():
 
     spec = word_model()
     for call in (lambda: evaluate(Simulator(spec), languages.get("dyck1"), n=2),
-                 lambda: limit_signs(spec, ["one"]),
+                 lambda: LimitPredictor(spec),
                  lambda: decide(spec, np.zeros((3, 3)))):
         with pytest.raises(SatsimError, match="needs a recognition or next-symbol model") as e:
             call()
         assert "\n" not in str(e.value)
+    # the sign of every logit in the limit is defined for any task
+    signs = limit_signs(spec, ["one two"]).signs[0]
+    assert signs.shape == (4, len(spec.output.labels))
 
 
 def test_token_model_saves_and_loads(tmp_path):

@@ -222,12 +222,12 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     """Sign of every readout logit of each string as c → ∞ (NaN where undetermined).
 
     Shapes follow the simulator's logits: (n_outputs,) for a last-position readout,
-    (n_tokens, n_outputs) per position. Strings that the leading-order network cannot answer
+    (n_tokens, n_outputs) per position. Signs are defined for every task; a categorical model's
+    answer (the largest logit) is not a sign, so it is not decoded here. Strings that the leading-order network cannot answer
     are answered by the exact expansion, and :attr:`LimitSigns.exact` says which.
     """
     if isinstance(strings, str):
         raise SatsimError("pass a list of strings, not a single string")
-    spec.require_language_task("limit_signs (the sign of each readout logit)")
     network = leading_order(spec.astype(np.float64), rates)
     encode = encoder(network.spec)
     ids = [encode(s) for s in strings]
@@ -265,6 +265,7 @@ class LimitPredictor:
     """
 
     def __init__(self, spec: ModelSpec, rates: Rates | None = None) -> None:
+        spec.require_language_task("answers from the limit's signs")
         self.spec = spec
         self.rates = rates
         self.strings = 0
