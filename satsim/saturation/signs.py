@@ -222,9 +222,9 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     """Sign of every readout logit of each string as c → ∞ (NaN where undetermined).
 
     Shapes follow the simulator's logits: (n_outputs,) for a last-position readout,
-    (n_tokens, n_outputs) per position. Signs are defined for every task; a categorical model's
-    answer (the largest logit) is not a sign, so it is not decoded here. Strings that the leading-order network cannot answer
-    are answered by the exact expansion, and :attr:`LimitSigns.exact` says which.
+    (n_tokens, n_outputs) per position. Strings that the leading-order network cannot answer
+    are answered by the exact expansion, and :attr:`LimitSigns.exact` says which. Signs are
+    defined for every task; a categorical answer (the largest logit) is not decoded here.
     """
     if isinstance(strings, str):
         raise SatsimError("pass a list of strings, not a single string")
