@@ -13,7 +13,7 @@ import languages
 from satsim import Simulator, constructions
 from satsim.analysis.measures import decide
 from satsim.analysis.scoring import is_correct
-from satsim.engine.simulator import next_symbol_sets
+from satsim.model.readout import next_symbol_sets
 from satsim.reference.forward import forward
 
 CASES = [(name, task) for name in constructions.names() for task in ("recognition", "next-symbol")]

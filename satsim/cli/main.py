@@ -12,9 +12,9 @@ import click
 from languages.base import LanguageError
 from satsim.cli.options import (
     INPUT_HELP,
+    check_oracle,
     count,
     get_language,
-    language_or_none,
     simulator_from_options,
     with_model_options,
     with_model_options_language_optional,
@@ -102,7 +102,7 @@ def run_command(lang_name, model_path, task, attention, beta, atol, rtol, string
             raise SatsimError("give STRINGS, or pipe one string per line into standard input")
         strings = tuple(line.rstrip("\n") for line in sys.stdin)
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
-    language = language_or_none(lang_name, simulator.spec)
+    check_oracle(language, simulator.spec)
     if language is None:
         _show_answers(simulator, strings, as_json)
         return

@@ -123,13 +123,7 @@ INPUT_HELP = ("An input is a string of symbols; for a model whose symbols are no
 """How ``run`` and ``trace`` read an input, for their help."""
 
 
-def language_or_none(lang_name: str | None, spec):
-    """The language that judges ``spec``'s answers, or None (no --lang).
-
-    A language judges recognition and next-symbol answers only; --lang with a model of another
-    task is a one-line error.
-    """
-    if lang_name is None:
-        return None
-    spec.require_language_task(f"--lang {lang_name} (the oracle)")
-    return get_language(lang_name)
+def check_oracle(language, spec) -> None:
+    """Refuse --lang for a model its oracle cannot judge (not recognition or next-symbol)."""
+    if language is not None:
+        spec.require_language_task(f"--lang {language.name} (the oracle)")

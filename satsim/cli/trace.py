@@ -26,12 +26,13 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
     """Trace STRING through the model: tie sets, tie gaps, and what each head and layer wrote."""
     from satsim.analysis.head_roles import roles_from_traces
     from satsim.analysis.traces import check_plottable, plot_attention, render_json, render_text
-    from satsim.cli.options import get_language, language_or_none
+    from satsim.cli.options import check_oracle, get_language
 
-    if lang_name is not None:
-        get_language(lang_name).contains(string)  # a symbol outside the alphabet stops here
+    language = get_language(lang_name) if lang_name is not None else None
+    # a symbol outside the alphabet stops here
+    member = language.contains(string) if language is not None else None
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
-    language = language_or_none(lang_name, simulator.spec)
+    check_oracle(language, simulator.spec)
     if plot_path:
         check_plottable(len(simulator.encode([string])[0]))
     trace = simulator.trace(string)
@@ -41,7 +42,6 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, string, pl
     else:
         click.echo(render_text(simulator.spec, trace, roles))
         if language is not None:
-            member = language.contains(string)
             click.echo(f"oracle: {string!r} is {'in' if member else 'not in'} {language.name}")
     if plot_path:  # after the trace is out, so a failed write loses nothing
         plot_attention(simulator.spec, trace, plot_path)

@@ -16,8 +16,8 @@ from satsim.engine.kernels.layers import serial_kernels
 from satsim.engine.program import FusedModel, forward_fused, fuse
 from satsim.engine.resources import SYMBOL_BYTES, check_memory
 from satsim.errors import SatsimError
-from satsim.model.encoding import Input, _symbol_table, encoder, input_text
-from satsim.model.readout import decode, next_symbol_sets  # noqa: F401 (re-exported)
+from satsim.model.encoding import Input, encoder, input_text, symbol_table
+from satsim.model.readout import decode
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import tie_sets
@@ -128,7 +128,7 @@ class Simulator:
             np.cumsum(lengths[:-1], out=starts[1:])
             joined = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
             return joined.astype(np.int32), starts, lengths
-        table = _symbol_table(spec)
+        table = symbol_table(spec)
         # BOS and EOS become two code points just past the symbols' table, joined in place.
         marks = {}
         if spec.bos is not None:

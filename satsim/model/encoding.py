@@ -11,10 +11,10 @@ from satsim.model.architecture import position_term
 from satsim.model.spec import ModelSpec
 
 
-def _symbol_table(spec: ModelSpec) -> np.ndarray:
+def symbol_table(spec: ModelSpec) -> np.ndarray:
     """Return a code point → token id table (-1: not an input symbol of the spec).
 
-    Every input symbol is one character (the spec checks this), so the table covers them all.
+    For specs whose input symbols are all one character (``spec.character_symbols``).
     """
     index = {token: i for i, token in enumerate(spec.vocab) if token not in (spec.bos, spec.eos)}
     table = np.full(max((ord(c) for c in index), default=-1) + 1, -1, dtype=np.int64)
@@ -35,7 +35,7 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
     of strings is a sequence of tokens (vocab entries); a sequence of integers (or an integer
     array) is a sequence of token ids. BOS and EOS are the spec's to add, never the input's.
     """
-    table = _symbol_table(spec) if spec.character_symbols else None
+    table = symbol_table(spec) if spec.character_symbols else None
     symbol_id = {token: i for i, token in enumerate(spec.vocab)
                  if token not in (spec.bos, spec.eos)}
     specials = {spec.vocab.index(t): t for t in (spec.bos, spec.eos) if t is not None}

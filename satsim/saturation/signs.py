@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.batch import LayerTrace, forward_batch
-from satsim.engine.simulator import next_symbol_sets
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, counting_heads, steps
 from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encoder, positional_vectors
+from satsim.model.readout import next_symbol_sets
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import exact_limit

@@ -19,7 +19,8 @@ import numpy as np
 
 from satsim.analysis.evaluation import BinResult, check_alphabet, evaluate_predictor
 from satsim.analysis.scoring import predict
-from satsim.engine.simulator import Simulator, next_symbol_sets
+from satsim.engine.simulator import Simulator
+from satsim.model.readout import next_symbol_sets
 from satsim.model.spec import ModelSpec
 
 LONG_BINS_UNTIL = 1000
