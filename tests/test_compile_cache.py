@@ -12,7 +12,7 @@ Simulator(constructions.build("dyck1"), fused=False).accepts(["(()())", ")("])
 q, k, v = (np.random.default_rng(0).standard_normal((1, 512, 4)).astype(np.float32)
            for _ in range(3))
 saturated_attention(q, k, v, causal=True)  # long enough for BLAS score tiles
-for kernel in (queries.attend, layers.affine, fused.forward_strings, tiles.attend_tile,
+for kernel in (queries.attend, layers.affine, fused.forward_fast_paths, tiles.attend_tile,
                tiles.key_norm_max):
     stats = kernel.stats
     print(kernel.__name__, sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))

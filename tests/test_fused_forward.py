@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,11 +64,28 @@ def quantized(spec, step=0.5):
     return map_tensors(spec, round_tensor)
 
 
+def with_counting_heads(spec, flags):
+    """The spec with W_K of the heads flagged (in layer-major order) zeroed: counting heads."""
+    flags = iter(flags)
+    blocks = []
+    for block in spec.blocks:
+        attn = block.attn
+        W_K = attn.W_K.copy()
+        for h in range(W_K.shape[0]):
+            if next(flags, False):
+                W_K[h] = 0
+        blocks.append(dataclasses.replace(block, attn=dataclasses.replace(attn, W_K=W_K)))
+    return dataclasses.replace(spec, blocks=tuple(blocks))
+
+
 @settings(max_examples=80, deadline=None)
 @given(arch=ARCHITECTURES, strings=STRINGS, seed=st.integers(0, 10_000),
-       kind=st.sampled_from(KINDS), exact_ties=st.booleans())
-def test_fused_matches_batches_bit_for_bit_and_reference(arch, strings, seed, kind, exact_ties):
-    spec = random_spec(seed, **arch)
+       kind=st.sampled_from(KINDS), exact_ties=st.booleans(),
+       counting=st.lists(st.booleans(), max_size=9))
+def test_fused_matches_batches_bit_for_bit_and_reference(arch, strings, seed, kind, exact_ties,
+                                                         counting):
+    # Counting heads (zero W_K) make the fused path start with its fast-path variant.
+    spec = with_counting_heads(random_spec(seed, **arch), counting)
     if exact_ties:
         spec = quantized(spec)
     simulator = Simulator(spec, kind, beta=2.0)
@@ -217,38 +236,70 @@ def test_readout_rows_only_after_the_last_attention():
 
 
 SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from helpers import random_spec
 from satsim import Simulator, constructions
 from satsim.engine.kernels import fused
 Simulator(constructions.build("dyck1")).accepts(["(()())", ")("])
-stats = fused.forward_strings.stats
-print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+Simulator(random_spec(0)).logits(["ab"])
+for kernel in (fused.forward_fast_paths, fused.forward_strings):
+    stats = kernel.stats
+    print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
 """
 
 
-def test_second_process_loads_the_fused_kernel_from_the_cache():
-    subprocess.run([sys.executable, "-c", SCRIPT], check=True, capture_output=True)
-    second = subprocess.run([sys.executable, "-c", SCRIPT], check=True, capture_output=True,
-                            text=True)
-    hits, misses = map(int, second.stdout.split())
-    assert hits > 0 and misses == 0
+def test_second_process_loads_both_fused_variants_from_the_cache(tmp_path):
+    script = SCRIPT.format(tests=str(Path(__file__).parent))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=env)
+    second = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                            text=True, env=env)
+    for line in second.stdout.splitlines():
+        hits, misses = map(int, line.split())
+        assert hits > 0 and misses == 0
 
 
-def test_a_warm_fused_kernel_is_quiet_while_the_layer_kernels_are_cold(monkeypatch, capsys):
-    import satsim.engine.kernels as kernels_module
+ONLY_FAST = """
+from satsim import Simulator, constructions
+from satsim.engine.kernels import classes, cold_kernels, fused, queries
+Simulator(constructions.build("dyck1")).accepts(["(()())", ")(", "(" * 600 + ")" * 600])
+print(queries.attend_unit.signatures, classes.attend_by_classes.signatures,
+      fused.forward_strings.signatures, sorted(cold_kernels("fused") + cold_kernels("fused-fast")))
+"""
+
+
+def test_a_hand_built_model_compiles_only_the_fast_attention_paths(tmp_path):
+    done = subprocess.run([sys.executable, "-c", ONLY_FAST], check=True, capture_output=True,
+                          text=True, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
+    assert done.stdout.split("\n")[0] == "[] [] [] ['forward_strings']"
+    assert "compiling the whole-model kernel for the fast attention paths" in done.stderr
+    assert "every attention path" not in done.stderr
+
+
+def test_fast_variant_first_then_the_strings_it_cannot_finish_in_the_full_one(monkeypatch):
     from satsim.engine.kernels import fused
 
-    monkeypatch.setattr(kernels_module, "_checked", set())
-    monkeypatch.setattr(kernels_module, "_is_cached",
-                        lambda kernel: kernel is fused.forward_strings)
-    assert kernels_module.cold_kernels("fused") == []
-    assert sorted(kernels_module.cold_kernels("layers")) == ["affine", "attend", "item_paths"]
-    assert not kernels_module.announce_compile(path="fused")
-    assert "compiling" not in capsys.readouterr().err
-    assert kernels_module.announce_compile(path="layers")
-    assert not kernels_module.announce_compile(path="layers")
-    assert capsys.readouterr().err.count("compiling the layers kernels (about 17 s here") == 1
-    assert kernels_module.announce_compile(path="tiles")  # every cold path says so, not the first
-    assert capsys.readouterr().err.count("compiling the tiles kernels") == 1
+    spec = with_counting_heads(random_spec(6, positional="none"), [True])
+    strings = ["", "ab", "abba", "a" * 40]
+    simulator = Simulator(spec)
+    ids, starts, lengths = simulator.encode_all(strings)
+    ran = []
+    for name in ("forward_fast_paths", "forward_strings"):
+        kernel = getattr(fused, name)
+        monkeypatch.setattr(fused, name, lambda *args, _k=kernel, _n=name: (
+            ran.append((_n, sorted(args[3].tolist()))), _k(*args))[1])
+    model = fuse(spec)
+    assert not model.general_paths  # a counting head: a hand-built model, fast paths first
+    logits, status = forward_fused(model, ids, starts, lengths, simulator.settings)
+    # "" is BOS alone: one key, every head ties, the fast paths finish it.
+    assert ran == [("forward_fast_paths", [0, 1, 2, 3]), ("forward_strings", [1, 2, 3])]
+    assert status.tolist() == [0, 0, 0, 0] and model.general_paths
+    assert_same(list(logits), batch_logits(spec, strings))
+    ran.clear()
+    forward_fused(model, ids, starts, lengths, simulator.settings)
+    assert ran == [("forward_strings", [0, 1, 2, 3])]  # later calls go straight to the full one
+    assert fuse(random_spec(6)).general_paths  # no head known by construction: full first
 
 
 def test_logits_accepts_and_next_symbols_take_the_fused_path(monkeypatch):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.attend import KIND_CODES
-from satsim.engine.kernels import classes
+from satsim.engine.kernels import announce_compile, classes
 from satsim.engine.kernels import fused as fk
 from satsim.engine.kernels.layers import ACTIVATION_CODES
 from satsim.engine.kernels.queries import SAME_SCORES, UNKNOWN
@@ -40,9 +40,13 @@ FUSED_POSITION_ROWS = 1 << 18
 in groups of this budget."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class FusedModel:
-    """A spec encoded for :func:`satsim.engine.kernels.fused.forward_strings`."""
+    """A spec encoded for :func:`satsim.engine.kernels.fused.forward_strings`.
+
+    ``general_paths`` says which compiled variant runs first (see :func:`forward_fused`); it is
+    the only field that changes, once, when a string needs the general paths.
+    """
 
     spec: ModelSpec
     W_E: np.ndarray
@@ -51,6 +55,17 @@ class FusedModel:
     program: np.ndarray
     known: np.ndarray
     dims: np.ndarray
+    general_paths: bool
+
+
+def starts_with_general_paths(known: np.ndarray) -> bool:
+    """Whether a model with these head paths (-1: unknown) should run the full kernel first.
+
+    A model with a head whose path is known by construction (a counting head, as hand-built
+    models have) is expected to need the fast paths only; a model with heads none of which is
+    known (a trained one) is expected to need the general ones. A wrong guess costs time only.
+    """
+    return bool(len(known)) and not bool((known >= 0).any())
 
 
 def fuse(spec: ModelSpec) -> FusedModel | None:
@@ -138,7 +153,7 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
     return FusedModel(
         spec=spec, W_E=np.array(spec.W_E), params=np.concatenate(chunks),
         reals=np.array(reals + [0.0]), program=program, known=np.array(known + [0], np.int64),
-        dims=dims,
+        dims=dims, general_paths=starts_with_general_paths(np.array(known, np.int64)),
     )
 
 
@@ -190,19 +205,43 @@ def forward_fused(
     ``fused.LONG_GENERAL`` if it is longer than :data:`FUSED_GENERAL_LIMIT` and has a head on
     the general path, with a hard kind or several ``workers``. ``workers`` threads run
     chunks of strings side by side.
+
+    Strings run in the kernel variant ``model.general_paths`` names; those that the fast-path
+    variant cannot finish run again in the full one, which later calls then start with. Both
+    variants call the same functions, so the logits do not depend on the route.
     """
     spec = model.spec
-    atol, rtol = tie_tolerance(spec.dtype, settings.atol, settings.rtol)
     n = len(lengths)
     rows = n if spec.output.readout == "last" else len(ids)
     out = np.zeros((rows, len(spec.output.labels)), dtype=spec.dtype)
     status = np.zeros(n, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    if not model.general_paths:
+        announce_compile(path="fused-fast")
+        _run_variant(fk.forward_fast_paths, model, ids, starts, lengths, order, settings, workers,
+                     out, status)
+        order = order[status[order] == fk.NEEDS_GENERAL]
+        status[order] = fk.OK
+        if len(order):
+            model.general_paths = True
+    if len(order):
+        announce_compile(path="fused")
+        _run_variant(fk.forward_strings, model, ids, starts, lengths, order, settings, workers,
+                     out, status)
+    return out, status
+
+
+def _run_variant(kernel, model: FusedModel, ids: np.ndarray, starts: np.ndarray,
+                 lengths: np.ndarray, order: np.ndarray, settings: AttentionSettings,
+                 workers: int, out: np.ndarray, status: np.ndarray) -> None:
+    """Run the strings ``order`` (longest first) through one variant of the fused kernel."""
+    spec = model.spec
+    atol, rtol = tie_tolerance(spec.dtype, settings.atol, settings.rtol)
     # Long general heads go layer by layer: hard kinds there take BLAS score tiles, and with
     # several threads one string's queries are split among them.
     hard = settings.kind != "softmax"
     general_limit = FUSED_GENERAL_LIMIT if workers > 1 or hard else np.iinfo(np.int64).max
-    order = np.argsort(-lengths, kind="stable")
-    pos_start = np.zeros(n, dtype=np.int64)
+    pos_start = np.zeros(len(lengths), dtype=np.int64)
     for group in _position_groups(spec, lengths, order):
         pos_table, pos_start[group] = positional_rows(spec, lengths[group])
         # Round-robin over the length-sorted strings: chunks of about the same number of
@@ -213,14 +252,13 @@ def forward_fused(
         chunks = [np.ascontiguousarray(group[c::n_chunks]) for c in range(n_chunks)]
 
         def run(chunk: np.ndarray, table: np.ndarray = pos_table) -> None:
-            fk.forward_strings(ids, starts, lengths, chunk, model.W_E, table, pos_start,
-                               model.params, model.reals, model.program, model.known,
-                               model.dims, KIND_CODES[settings.kind], float(settings.beta),
-                               atol, rtol, general_limit, classes.MIN_KEYS, out, status)
+            kernel(ids, starts, lengths, chunk, model.W_E, table, pos_start, model.params,
+                   model.reals, model.program, model.known, model.dims,
+                   KIND_CODES[settings.kind], float(settings.beta), atol, rtol, general_limit,
+                   classes.MIN_KEYS, out, status)
 
         if n_chunks == 1:
             run(chunks[0])
         else:
             with ThreadPoolExecutor(min(workers, n_chunks)) as pool:
                 list(pool.map(run, chunks))
-    return out, status

@@ -191,7 +191,6 @@ class Simulator:
         self.check_memory(lengths)
         if len(lengths) == 0:
             return np.zeros((0, len(self.spec.output.labels)), self.spec.dtype), starts, lengths
-        announce_compile(path="fused")
         logits, status = forward_fused(self._fused(), ids, starts, lengths, self.settings,
                                        workers=numba.get_num_threads())
         failed = np.flatnonzero(status == fused_kernels.OVERFLOWED)

@@ -5,42 +5,55 @@ from __future__ import annotations
 import os
 import sys
 
-COMPILE_SECONDS = {"fused": 23, "layers": 17, "tiles": 9, "classes": 4}
-"""CPU seconds each path's kernels take to compile on this project's 2-core machine (measured
-with an empty NUMBA_CACHE_DIR; a loaded machine takes longer in wall time)."""
+COMPILE_SECONDS = {"fused-fast": 11, "fused": 16, "layers": 10, "tiles": 4, "classes": 10}
+"""Seconds each path's kernels take to compile from an empty cache on this project's 2-core
+machine at low load (``bench/startup.py`` measures them; a loaded machine takes longer)."""
+PATH_NAMES = {
+    "fused-fast": "whole-model kernel for the fast attention paths",
+    "fused": "whole-model kernel for every attention path",
+    "layers": "layer-by-layer kernels",
+    "tiles": "score-tile kernels",
+    "classes": "key-class kernels",
+}
+"""What each path's compile notice calls it."""
 
 
 def _is_cached(kernel) -> bool:
     """Whether Numba's on-disk cache holds code of this dispatcher for its current source.
 
-    Reads the cache index only (a small pickle, checked against the source file's stamp); it
-    never compiles. Any surprise counts as not cached.
+    Reads the cache index only (a small pickle, checked against the source file's stamp) and
+    looks for an entry of this very function: variants of one closure share an index, told apart
+    by the hash of their closure's contents. It never compiles. Any surprise counts as not cached.
     """
     try:
-        return bool(kernel._cache._cache_file._load_index())
+        cache = kernel._cache
+        _, magic, hashes = cache._index_key(None, kernel.targetctx.codegen())
+        return any(key[1:] == (magic, hashes) for key in cache._cache_file._load_index())
     except Exception:  # noqa: BLE001 - private Numba API: be conservative
         return False
 
 
-def _kernels(path: str | None) -> tuple:
-    """The dispatchers of a path: "fused", "layers", "tiles", "classes" (repeated keys), None."""
+def _kernels(path: str | None) -> dict:
+    """The dispatchers of a path, by name: "fused", "fused-fast", "layers", "tiles", "classes"."""
     from satsim.engine.kernels import classes, fused, layers, queries, tiles
 
-    chosen = ()
-    if path in (None, "layers"):
-        chosen += (queries.item_paths, queries.attend, layers.affine)
-    if path in (None, "fused"):
-        chosen += (fused.forward_strings,)
-    if path in (None, "tiles"):
-        chosen += (tiles.attend_tile, tiles.key_norm_max)
-    if path in (None, "classes"):
-        chosen += (classes.few_classes, classes.attend_items_by_classes)
-    return chosen
+    paths = {
+        "layers": {"item_paths": queries.item_paths, "attend": queries.attend,
+                   "affine": layers.affine},
+        "fused": {"forward_strings": fused.forward_strings},
+        "fused-fast": {"forward_fast_paths": fused.forward_fast_paths},
+        "tiles": {"attend_tile": tiles.attend_tile, "key_norm_max": tiles.key_norm_max},
+        "classes": {"few_classes": classes.few_classes,
+                    "attend_items_by_classes": classes.attend_items_by_classes},
+    }
+    if path is not None:
+        return paths[path]
+    return {name: kernel for kernels in paths.values() for name, kernel in kernels.items()}
 
 
 def cold_kernels(path: str | None = None) -> list[str]:
     """Names of the simulator's kernels (of one ``path``, or all) with nothing in the cache."""
-    return [kernel.__name__ for kernel in _kernels(path) if not _is_cached(kernel)]
+    return [name for name, kernel in _kernels(path).items() if not _is_cached(kernel)]
 
 
 _checked: set = set()
@@ -49,9 +62,9 @@ _checked: set = set()
 def announce_compile(stream=None, path: str | None = None) -> bool:
     """Say on stderr that a path's kernels are compiling, and for about how long, if cold.
 
-    ``path`` ("fused", "layers", "tiles", "classes" or None for all) names the kernels to run; each
-    path is checked the first time it runs in a process, so a warm path stays quiet and every
-    cold one speaks.
+    ``path`` ("fused", "fused-fast", "layers", "tiles", "classes" or None for all) names the
+    kernels to run; each path is checked the first time it runs in a process, so a warm path
+    stays quiet and every cold one speaks.
     """
     if path in _checked:
         return False
@@ -59,7 +72,7 @@ def announce_compile(stream=None, path: str | None = None) -> bool:
     if not cold_kernels(path):
         return False
     seconds = COMPILE_SECONDS.get(path, sum(COMPILE_SECONDS.values()))
-    what = "kernels" if path is None else f"{path} kernels"
+    what = PATH_NAMES.get(path, "kernels")
     print(f"satsim: compiling the {what} (about {seconds} s here; once, cached afterwards)…",
           file=stream or sys.stderr, flush=True)
     return True

@@ -28,6 +28,7 @@ from satsim.engine.kernels.queries import (
     GENERAL,
     SATURATED,
     UNIQUE_LEFT,
+    copy_row,
     row_is_zero,
     rows_equal,
     score_pair,
@@ -199,7 +200,7 @@ def attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labe
                     pick = first if pick < 0 else min(pick, first)
                 else:
                     pick = max(pick, last[c])
-        out[i] = v[pick]
+        copy_row(out[i], v[pick])
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False)

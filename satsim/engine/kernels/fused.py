@@ -62,12 +62,13 @@ PROGRAM_WIDTH = FIRST + 11
 FINAL_NORM = 8
 W_U, B_U = FINAL_NORM + NORM_WIDTH, FINAL_NORM + NORM_WIDTH + 1
 DIMS_WIDTH = B_U + 1
-OK, OVERFLOWED, LONG_GENERAL = 0, 1, 2
+OK, OVERFLOWED, LONG_GENERAL, NEEDS_GENERAL = 0, 1, 2, 3
 """``status`` of a string: done; its queries, keys or values are not finite or its scores could
-overflow float64 (the caller reruns it on the checked path, which raises the error); or it has
+overflow float64 (the caller reruns it on the checked path, which raises the error); it has
 a head on the general O(T²) path and more than ``general_limit`` tokens (the caller runs it on
 the layer-by-layer path, whose attention scores by BLAS tiles and splits one string's queries
-among threads)."""
+among threads); or it has a head on the class or general path and ran in
+:data:`forward_fast_paths`, which lacks them (the caller reruns it in :data:`forward_strings`)."""
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -128,80 +129,113 @@ def _by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, 
 
 
 @numba.njit(cache=True, fastmath=False)
-def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta, atol, rtol,
-               general_limit, class_min_keys):
-    """Multi-head attention of every position of x (T, d); write rows start .. T - 1 of y.
+def _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale, general_limit,
+                    class_min_keys, out, sizes, gaps):
+    """A head on neither fast path: by key classes if they are few, else query by query.
 
-    Return the string's status: OVERFLOWED when a query, key or value is not finite or scores
-    could overflow float64 (the checks of :func:`satsim.engine.attend.attention`), LONG_GENERAL
-    when a head takes the general path and T > general_limit (nothing written), else OK. Heads
-    of hard kinds on the general path whose keys form classes (T >= class_min_keys) take
-    :func:`satsim.engine.kernels.classes.attend_by_classes`, as the batched path does.
+    Hard kinds with at least class_min_keys keys take
+    :func:`satsim.engine.kernels.classes.attend_by_classes` when their keys form classes, as the
+    batched path does. Return LONG_GENERAL (nothing written) for the per-query kernel on more
+    than general_limit tokens, else OK.
     """
-    proj_buf, q_buf, k_buf, v_buf, o_buf, stacked_buf, mask, tie_size, tie_gap = work
-    used, xt, acc, scores, heap_scores, heap_positions, line, total, error = scratch
-    T, d = x.shape
-    heads, d_head, d_v, causal = row[ATTN_H], row[ATTN_DH], row[ATTN_DV], row[ATTN_CAUSAL] != 0
-    n_cols = row[ATTN_COLS]
-    proj = proj_buf[: T * n_cols].reshape((T, n_cols))
-    affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
-                      params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], IDENTITY, proj, 0, T,
-                      used, xt, acc)
-    max_q, max_k, max_v = _max_abs_qkv(proj, heads * d_head)
-    scale = reals[row[ATTN_SCALE]]
-    bound = abs(scale) * d_head * max_q * max_k
-    if not (max_q < np.inf and max_k < np.inf and max_v < np.inf and bound <= MAX_SCORE):
-        return OVERFLOWED
-    q = q_buf[: T * d_head].reshape((T, d_head))
-    k = k_buf[: T * d_head].reshape((T, d_head))
-    v = v_buf[: T * d_v].reshape((T, d_v))
-    out = o_buf[: T * d_v].reshape((T, d_v))
-    stacked = stacked_buf[: T * heads * d_v].reshape((T, heads * d_v))
-    key_mask = mask[:T]
-    sizes = tie_size[:T]
-    gaps = tie_gap[:T]
-    units = ((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
-    for h in range(heads):
-        q_col = h * d_head
-        k_col = heads * d_head + h * d_head
-        v_col = 2 * heads * d_head + h * d_v
-        path = known[row[ATTN_KNOWN] + h]
-        for i in range(T):
-            if path < 0:  # a counting head never reads its queries and keys
-                for t in range(d_head):
-                    q[i, t] = proj[i, q_col + t]
-                    k[i, t] = proj[i, k_col + t]
-            for t in range(d_v):
-                v[i, t] = proj[i, v_col + t]
-        out[:] = 0
-        if path < 0:
-            path = item_path(q, k, key_mask, key_mask, causal, kind)
-        # The paths of queries._attend_item, the same-query one with this kernel's scratch.
-        if path == SAME_SCORES:
-            attend_same_scores(v, key_mask, key_mask, causal, kind, out, sizes, gaps)
-        elif path == SAME_QUERIES:
-            attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
-                                      rtol, scale, out, sizes, gaps, scores[:T], heap_scores[:T],
-                                      heap_positions[:T], line[:T], total[:d_v], error[:d_v])
-        elif kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and _by_classes(
-                q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
-            pass
-        else:
-            if T > general_limit:
-                return LONG_GENERAL
-            for unit in range(units):
-                attend_unit(q, k, v, key_mask, key_mask, causal, kind, beta, atol, rtol, scale,
-                             unit, out, sizes, gaps)
-        if heads > 1:
-            for i in range(T):
-                for t in range(d_v):
-                    stacked[i, h * d_v + t] = out[i, t]
-    if heads == 1:
-        stacked = out
-    affine_rows_into(stacked, _matrix(params, row[ATTN_W_O], heads * d_v, d),
-                      params[row[ATTN_B_O] : row[ATTN_B_O] + d], IDENTITY, y, start, T, used, xt,
-                      acc)
+    T = q.shape[0]
+    if kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and _by_classes(
+            q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
+        return OK
+    if T > general_limit:
+        return LONG_GENERAL
+    for unit in range(((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2):
+        attend_unit(q, k, v, key_mask, key_mask, causal, kind, beta, atol, rtol, scale, unit,
+                     out, sizes, gaps)
     return OK
+
+
+def _attention_kernel(general_paths: bool):
+    """Compile-time variant of the attention sublayer: with or without the general paths.
+
+    The flag is a constant of the closure, so the branch it turns off is pruned before typing
+    and never compiled. The closure holds nothing else: Numba keys its cache to the closure's
+    contents, and a captured kernel would miss the cache in every new process.
+    """
+
+    @numba.njit(cache=True, fastmath=False)
+    def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta, atol, rtol,
+                   general_limit, class_min_keys):
+        """Multi-head attention of every position of x (T, d); write rows start .. T - 1 of y.
+
+        Return the string's status: OVERFLOWED when a query, key or value is not finite or scores
+        could overflow float64 (the checks of :func:`satsim.engine.attend.attention`), NEEDS_GENERAL
+        when a head is on neither fast path and general_paths is off, LONG_GENERAL when it takes
+        the per-query kernel and T > general_limit (nothing written in either case), else OK.
+        """
+        proj_buf, q_buf, k_buf, v_buf, o_buf, stacked_buf, mask, tie_size, tie_gap = work
+        used, xt, acc, scores, heap_scores, heap_positions, line, total, error = scratch
+        T, d = x.shape
+        heads, d_head, d_v, causal = row[ATTN_H], row[ATTN_DH], row[ATTN_DV], row[ATTN_CAUSAL] != 0
+        n_cols = row[ATTN_COLS]
+        proj = proj_buf[: T * n_cols].reshape((T, n_cols))
+        affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
+                         params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], IDENTITY, proj, 0,
+                         T, used, xt, acc)
+        max_q, max_k, max_v = _max_abs_qkv(proj, heads * d_head)
+        scale = reals[row[ATTN_SCALE]]
+        bound = abs(scale) * d_head * max_q * max_k
+        if not (max_q < np.inf and max_k < np.inf and max_v < np.inf and bound <= MAX_SCORE):
+            return OVERFLOWED
+        q = q_buf[: T * d_head].reshape((T, d_head))
+        k = k_buf[: T * d_head].reshape((T, d_head))
+        v = v_buf[: T * d_v].reshape((T, d_v))
+        out = o_buf[: T * d_v].reshape((T, d_v))
+        stacked = stacked_buf[: T * heads * d_v].reshape((T, heads * d_v))
+        key_mask = mask[:T]
+        sizes = tie_size[:T]
+        gaps = tie_gap[:T]
+        for h in range(heads):
+            q_col = h * d_head
+            k_col = heads * d_head + h * d_head
+            v_col = 2 * heads * d_head + h * d_v
+            path = known[row[ATTN_KNOWN] + h]
+            for i in range(T):
+                if path < 0:  # a counting head never reads its queries and keys
+                    for t in range(d_head):
+                        q[i, t] = proj[i, q_col + t]
+                        k[i, t] = proj[i, k_col + t]
+                for t in range(d_v):
+                    v[i, t] = proj[i, v_col + t]
+            out[:] = 0
+            if path < 0:
+                path = item_path(q, k, key_mask, key_mask, causal, kind)
+            # The paths of queries._attend_item, the same-query one with this kernel's scratch.
+            if path == SAME_SCORES:
+                attend_same_scores(v, key_mask, key_mask, causal, kind, out, sizes, gaps)
+            elif path == SAME_QUERIES:
+                attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
+                                         rtol, scale, out, sizes, gaps, scores[:T],
+                                         heap_scores[:T], heap_positions[:T], line[:T],
+                                         total[:d_v], error[:d_v])
+            elif general_paths:
+                state = _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale,
+                                        general_limit, class_min_keys, out, sizes, gaps)
+                if state != OK:
+                    return state
+            else:
+                return NEEDS_GENERAL
+            if heads > 1:
+                for i in range(T):
+                    for t in range(d_v):
+                        stacked[i, h * d_v + t] = out[i, t]
+        if heads == 1:
+            stacked = out
+        affine_rows_into(stacked, _matrix(params, row[ATTN_W_O], heads * d_v, d),
+                         params[row[ATTN_B_O] : row[ATTN_B_O] + d], IDENTITY, y, start, T, used,
+                         xt, acc)
+        return OK
+
+    return _attention
+
+
+_attention_all_paths = _attention_kernel(True)
+_attention_fast_paths = _attention_kernel(False)
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -220,117 +254,129 @@ def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
                       acc)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
-def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, params, reals,
-                    program, known, dims, kind, beta, atol, rtol, general_limit, class_min_keys,
-                    out, status):
-    """Run the strings ``order`` (indices into starts/lengths) through the whole model.
+def _forward_kernel(general_paths: bool):
+    """Compile-time variant of the whole-model kernel: with or without the general paths."""
 
-    ``ids`` holds every string's token ids back to back, string s at starts[s] with lengths[s]
-    tokens. Positional rows come from ``pos_table`` from row pos_start[s] (no positions: an
-    empty table). Write the logits to ``out``: row s (last-position readout) or rows
-    starts[s] .. starts[s] + lengths[s] - 1 (per position); set status[s] (see ``OK``) for a
-    string left undone. Heads whose keys repeat take the class path from class_min_keys tokens
-    on. Serial; releases the GIL.
-    """
-    d = dims[D_MODEL]
-    n_out = dims[N_OUT]
-    longest = 0
-    for s in order:
-        longest = max(longest, lengths[s])
-    x_buf = np.empty(longest * d, dtype=W_E.dtype)
-    h_buf = np.empty_like(x_buf)
-    y_buf = np.empty_like(x_buf)
-    hidden_buf = np.empty(longest * max(dims[MAX_MLP], 1), dtype=W_E.dtype)
-    work = (np.empty(longest * max(dims[MAX_COLS], 1), dtype=W_E.dtype),
-            np.empty(longest * max(dims[MAX_DH], 1), dtype=W_E.dtype),
-            np.empty(longest * max(dims[MAX_DH], 1), dtype=W_E.dtype),
-            np.empty(longest * max(dims[MAX_DV], 1), dtype=W_E.dtype),
-            np.empty(longest * max(dims[MAX_DV], 1), dtype=W_E.dtype),
-            np.empty(longest * max(dims[MAX_STACK], 1), dtype=W_E.dtype),
-            np.ones(longest, dtype=np.bool_),
-            np.zeros(longest, dtype=np.int64),
-            np.zeros(longest, dtype=np.float64))
-    logits_buf = np.empty(longest * n_out, dtype=W_E.dtype)
-    widest_in = max(d, dims[MAX_STACK], dims[MAX_MLP], 1)
-    widest_out = max(d, dims[MAX_COLS], dims[MAX_MLP], n_out, 1)
-    scratch = (np.empty(widest_in, dtype=np.int64),
-               np.empty((widest_in, ROW_BLOCK), dtype=np.float64),
-               np.empty((widest_out, ROW_BLOCK), dtype=np.float64),
-               np.empty(longest), np.empty(longest), np.empty(longest, dtype=np.int64),
-               np.empty(longest, dtype=np.int64), np.empty(max(dims[MAX_DV], 1)),
-               np.empty(max(dims[MAX_DV], 1)))
-    w_u = _matrix(params, dims[W_U], d, n_out)
-    b_u = params[dims[B_U] : dims[B_U] + n_out]
-    read_last = dims[READ_LAST] != 0
-    has_pos = pos_table.shape[0] > 0
-    # After the last attention sublayer only the read-out rows matter.
-    last_attention = -1
-    for index in range(program.shape[0]):
-        if program[index, KIND] == ATTENTION:
-            last_attention = index
-    for s in order:
-        T = lengths[s]
-        first = starts[s]
-        x = x_buf[: T * d].reshape((T, d))
-        h = h_buf[: T * d].reshape((T, d))
-        y = y_buf[: T * d].reshape((T, d))
-        p0 = pos_start[s]
-        for i in range(T):
-            token = ids[first + i]
-            for c in range(d):
-                value = W_E[token, c]
-                if has_pos:
-                    value = value + pos_table[p0 + i, c]
-                x[i, c] = value
-        start = 0
-        state = OK
+    @numba.njit(cache=True, nogil=True, fastmath=False)
+    def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, params, reals,
+                        program, known, dims, kind, beta, atol, rtol, general_limit, class_min_keys,
+                        out, status):
+        """Run the strings ``order`` (indices into starts/lengths) through the whole model.
+
+        ``ids`` holds every string's token ids back to back, string s at starts[s] with lengths[s]
+        tokens. Positional rows come from ``pos_table`` from row pos_start[s] (no positions: an
+        empty table). Write the logits to ``out``: row s (last-position readout) or rows
+        starts[s] .. starts[s] + lengths[s] - 1 (per position); set status[s] (see ``OK``) for a
+        string left undone. Heads whose keys repeat take the class path from class_min_keys tokens
+        on. Serial; releases the GIL.
+        """
+        attention = _attention_all_paths if general_paths else _attention_fast_paths
+        d = dims[D_MODEL]
+        n_out = dims[N_OUT]
+        longest = 0
+        for s in order:
+            longest = max(longest, lengths[s])
+        x_buf = np.empty(longest * d, dtype=W_E.dtype)
+        h_buf = np.empty_like(x_buf)
+        y_buf = np.empty_like(x_buf)
+        hidden_buf = np.empty(longest * max(dims[MAX_MLP], 1), dtype=W_E.dtype)
+        work = (np.empty(longest * max(dims[MAX_COLS], 1), dtype=W_E.dtype),
+                np.empty(longest * max(dims[MAX_DH], 1), dtype=W_E.dtype),
+                np.empty(longest * max(dims[MAX_DH], 1), dtype=W_E.dtype),
+                np.empty(longest * max(dims[MAX_DV], 1), dtype=W_E.dtype),
+                np.empty(longest * max(dims[MAX_DV], 1), dtype=W_E.dtype),
+                np.empty(longest * max(dims[MAX_STACK], 1), dtype=W_E.dtype),
+                np.ones(longest, dtype=np.bool_),
+                np.zeros(longest, dtype=np.int64),
+                np.zeros(longest, dtype=np.float64))
+        logits_buf = np.empty(longest * n_out, dtype=W_E.dtype)
+        widest_in = max(d, dims[MAX_STACK], dims[MAX_MLP], 1)
+        widest_out = max(d, dims[MAX_COLS], dims[MAX_MLP], n_out, 1)
+        scratch = (np.empty(widest_in, dtype=np.int64),
+                   np.empty((widest_in, ROW_BLOCK), dtype=np.float64),
+                   np.empty((widest_out, ROW_BLOCK), dtype=np.float64),
+                   np.empty(longest), np.empty(longest), np.empty(longest, dtype=np.int64),
+                   np.empty(longest, dtype=np.int64), np.empty(max(dims[MAX_DV], 1)),
+                   np.empty(max(dims[MAX_DV], 1)))
+        w_u = _matrix(params, dims[W_U], d, n_out)
+        b_u = params[dims[B_U] : dims[B_U] + n_out]
+        read_last = dims[READ_LAST] != 0
+        has_pos = pos_table.shape[0] > 0
+        # After the last attention sublayer only the read-out rows matter.
+        last_attention = -1
         for index in range(program.shape[0]):
-            row = program[index]
-            if index > last_attention and read_last:
-                start = T - 1
-            # y <- branch(norm_in(x)), rows start .. T - 1
-            source = x
-            if row[IN_NORM + NORM_EPS] >= 0:
-                _normalize(params, reals, row[IN_NORM:], x, h, 0 if row[KIND] == ATTENTION
-                           else start, T)
-                source = h
-            if row[KIND] == ATTENTION:
-                attn_start = T - 1 if index == last_attention and read_last else 0
-                state = _attention(params, reals, known, row, source, y, attn_start, work,
-                                   scratch, kind, beta, atol, rtol, general_limit,
-                                   class_min_keys)
-                if state != OK:
-                    break
-                if index == last_attention and read_last:
-                    start = T - 1
-            else:
-                _feed_forward(params, row, source, y, start, hidden_buf, scratch)
-            if row[KEEP] != 0:
-                for i in range(start, T):
-                    for c in range(d):
-                        y[i, c] = x[i, c] + y[i, c]
-            if row[OUT_NORM + NORM_EPS] >= 0:
-                _normalize(params, reals, row[OUT_NORM:], y, x, start, T)
-            else:
-                x, y = y, x
-        if state != OK:
-            status[s] = state
-            continue
-        if dims[FINAL_NORM + NORM_EPS] >= 0:
-            _normalize(params, reals, dims[FINAL_NORM:], x, h, start, T)
-            x, h = h, x
-        logits = logits_buf[: T * n_out].reshape((T, n_out))
-        affine_rows_into(x, w_u, b_u, IDENTITY, logits, start, T, scratch[0], scratch[1],
-                          scratch[2])
-        if read_last:
-            for c in range(n_out):
-                out[s, c] = logits[T - 1, c]
-        else:
+            if program[index, KIND] == ATTENTION:
+                last_attention = index
+        for s in order:
+            T = lengths[s]
+            first = starts[s]
+            x = x_buf[: T * d].reshape((T, d))
+            h = h_buf[: T * d].reshape((T, d))
+            y = y_buf[: T * d].reshape((T, d))
+            p0 = pos_start[s]
             for i in range(T):
+                token = ids[first + i]
+                for c in range(d):
+                    value = W_E[token, c]
+                    if has_pos:
+                        value = value + pos_table[p0 + i, c]
+                    x[i, c] = value
+            start = 0
+            state = OK
+            for index in range(program.shape[0]):
+                row = program[index]
+                if index > last_attention and read_last:
+                    start = T - 1
+                # y <- branch(norm_in(x)), rows start .. T - 1
+                source = x
+                if row[IN_NORM + NORM_EPS] >= 0:
+                    _normalize(params, reals, row[IN_NORM:], x, h, 0 if row[KIND] == ATTENTION
+                               else start, T)
+                    source = h
+                if row[KIND] == ATTENTION:
+                    attn_start = T - 1 if index == last_attention and read_last else 0
+                    state = attention(params, reals, known, row, source, y, attn_start, work,
+                                      scratch, kind, beta, atol, rtol, general_limit,
+                                      class_min_keys)
+                    if state != OK:
+                        break
+                    if index == last_attention and read_last:
+                        start = T - 1
+                else:
+                    _feed_forward(params, row, source, y, start, hidden_buf, scratch)
+                if row[KEEP] != 0:
+                    for i in range(start, T):
+                        for c in range(d):
+                            y[i, c] = x[i, c] + y[i, c]
+                if row[OUT_NORM + NORM_EPS] >= 0:
+                    _normalize(params, reals, row[OUT_NORM:], y, x, start, T)
+                else:
+                    x, y = y, x
+            if state != OK:
+                status[s] = state
+                continue
+            if dims[FINAL_NORM + NORM_EPS] >= 0:
+                _normalize(params, reals, dims[FINAL_NORM:], x, h, start, T)
+                x, h = h, x
+            logits = logits_buf[: T * n_out].reshape((T, n_out))
+            affine_rows_into(x, w_u, b_u, IDENTITY, logits, start, T, scratch[0], scratch[1],
+                              scratch[2])
+            if read_last:
                 for c in range(n_out):
-                    out[first + i, c] = logits[i, c]
-    return status
+                    out[s, c] = logits[T - 1, c]
+            else:
+                for i in range(T):
+                    for c in range(n_out):
+                        out[first + i, c] = logits[i, c]
+        return status
+
+    return forward_strings
 
 
-stamp_with_callees(forward_strings, (_queries_module, _classes_module, _layers_module))
+forward_strings = _forward_kernel(True)
+forward_fast_paths = _forward_kernel(False)
+"""``forward_strings`` with the fast paths only (prefix mean, every key tied, one query):
+about a third less to compile, and enough for hand-built models; a string with a head on the
+class or general path gets status NEEDS_GENERAL."""
+for _kernel in (forward_strings, forward_fast_paths):
+    stamp_with_callees(_kernel, (_queries_module, _classes_module, _layers_module))

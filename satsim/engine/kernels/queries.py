@@ -114,6 +114,17 @@ def rows_equal(a, b):
 
 
 @numba.njit(cache=True, fastmath=False)
+def copy_row(dst, src):
+    """Copy src into dst, element by element.
+
+    An array-to-array slice assignment would compile Numba's shape-mismatch error message: whole
+    seconds of cold compile for a check that cannot fail here.
+    """
+    for c in range(dst.shape[0]):
+        dst[c] = src[c]
+
+
+@numba.njit(cache=True, fastmath=False)
 def _first_true(flags):
     """Return the index of the first True flag, or -1."""
     for i in range(flags.shape[0]):
@@ -128,9 +139,9 @@ def _write_all_tied(v, kind, total, count, first, last, out_row):
     if count == 0:
         return
     if kind == UNIQUE_LEFT:
-        out_row[:] = v[first]
+        copy_row(out_row, v[first])
     elif kind == UNIQUE_RIGHT:
-        out_row[:] = v[last]
+        copy_row(out_row, v[last])
     else:
         write_mean(out_row, total, count)
 
@@ -180,7 +191,7 @@ def emit_output(kind, total, size, chosen, v, out_row):
     if kind == SATURATED:
         write_mean(out_row, total, size)
     else:
-        out_row[:] = v[chosen]
+        copy_row(out_row, v[chosen])
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -293,7 +304,7 @@ def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie
                                       out[first_query])
         for i in range(first_query, T):
             if query_mask[i]:
-                out[i] = out[first_query]
+                copy_row(out[i], out[first_query])
                 tie_size[i] = count
                 tie_gap[i] = gap
         return
@@ -380,7 +391,7 @@ def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, 
                                   scale, scores, total, out[first_query])
         for i in range(first_query, T):
             if query_mask[i]:
-                out[i] = out[first_query]
+                copy_row(out[i], out[first_query])
                 tie_size[i] = size
                 tie_gap[i] = gap
         return
@@ -421,11 +432,11 @@ def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, 
         elif kind == UNIQUE_LEFT:
             while scores[line[head]] < theta:
                 head += 1
-            out[i] = v[line[head]]
+            copy_row(out[i], v[line[head]])
         else:
             while scores[line[tail - 1]] < theta:
                 tail -= 1
-            out[i] = v[line[tail - 1]]
+            copy_row(out[i], v[line[tail - 1]])
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
