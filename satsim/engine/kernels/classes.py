@@ -216,6 +216,22 @@ def few_classes(k, key_mask, paths):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False)
+def attend_if_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale, labels,
+                      representatives, out, tie_size, tie_gap):
+    """Label one item's keys; if they form classes, attend by them and return True, else False.
+
+    Scratch: labels (S,) and representatives (MAX_CLASSES,) int64, overwritten. Outputs as
+    :func:`attend_by_classes` writes them; nothing is written when it returns False.
+    """
+    n_classes = key_classes(k, key_mask, labels, representatives)
+    if n_classes < 0:
+        return False
+    attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labels,
+                      representatives, n_classes, out, tie_size, tie_gap)
+    return True
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False)
 def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale):
     """Run every item by :func:`attend_by_classes` (each must have keys in classes).
 
@@ -229,12 +245,11 @@ def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, r
     labels = np.empty(S, dtype=np.int64)
     representatives = np.empty(MAX_CLASSES, dtype=np.int64)
     for n in range(n_items):
-        n_classes = key_classes(k[n], key_mask[n], labels, representatives)
-        attend_by_classes(q[n], k[n], v[n], query_mask[n], causal, kind, atol,
-                          rtol, scale, labels, representatives, n_classes, out[n], tie_size[n],
-                          tie_gap[n])
+        attend_if_classes(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, atol, rtol,
+                          scale, labels, representatives, out[n], tie_size[n], tie_gap[n])
     return out, tie_size, tie_gap
 
 
-for _kernel in (key_classes, attend_by_classes, few_classes, attend_items_by_classes):
+for _kernel in (key_classes, attend_by_classes, attend_if_classes, few_classes,
+                attend_items_by_classes):
     stamp_with_callees(_kernel, (_queries_module,))

@@ -22,7 +22,7 @@ from satsim.engine.kernels import classes as _classes_module
 from satsim.engine.kernels import layers as _layers_module
 from satsim.engine.kernels import queries as _queries_module
 from satsim.engine.kernels import stamp_with_callees
-from satsim.engine.kernels.classes import MAX_CLASSES, attend_by_classes, key_classes
+from satsim.engine.kernels.classes import MAX_CLASSES, attend_if_classes
 from satsim.engine.kernels.layers import IDENTITY, ROW_BLOCK, affine_rows_into, layer_norm_rows
 from satsim.engine.kernels.queries import (
     MAX_SCORE,
@@ -116,19 +116,6 @@ def _max_abs_qkv(proj, width):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
-    """Run one head by key classes if its keys form few enough; return whether it ran."""
-    labels = np.empty(k.shape[0], dtype=np.int64)
-    representatives = np.empty(MAX_CLASSES, dtype=np.int64)
-    n_classes = key_classes(k, key_mask, labels, representatives)
-    if n_classes < 0:
-        return False
-    attend_by_classes(q, k, v, key_mask, causal, kind, atol, rtol, scale, labels,
-                      representatives, n_classes, out, sizes, gaps)
-    return True
-
-
-@numba.njit(cache=True, fastmath=False)
 def _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale, general_limit,
                     class_min_keys, out, sizes, gaps):
     """A head on neither fast path: by key classes if they are few, else query by query.
@@ -139,8 +126,9 @@ def _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale, ge
     than general_limit tokens, else OK.
     """
     T = q.shape[0]
-    if kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and _by_classes(
-            q, k, v, key_mask, causal, kind, atol, rtol, scale, out, sizes, gaps):
+    if kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and attend_if_classes(
+            q, k, v, key_mask, key_mask, causal, kind, atol, rtol, scale,
+            np.empty(T, dtype=np.int64), np.empty(MAX_CLASSES, dtype=np.int64), out, sizes, gaps):
         return OK
     if T > general_limit:
         return LONG_GENERAL
