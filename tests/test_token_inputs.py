@@ -195,6 +195,25 @@ def test_cli_runs_token_models(tmp_path):
     assert "separated by spaces" in runner.invoke(cli, ["run", "--help"]).output
 
 
+def test_head_roles_of_a_model_without_a_language(tmp_path):
+    from satsim.analysis.strings import sample_strings
+
+    spec = word_model()
+    inputs = sample_strings(spec, None, 30, 4, seed=3, min_len=2)
+    assert inputs == sample_strings(spec, None, 30, 4, seed=3, min_len=2)
+    for text in inputs:  # multi-character symbols: tokens separated by spaces
+        assert 2 <= len(text.split(" ")) <= 4 and set(text.split(" ")) <= set(spec.alphabet)
+    path = tmp_path / "words.safetensors"
+    save_spec(spec, path)
+    result = run_satsim("roles", "--model", str(path), "-n", "8", "--max-len", "5", "--json")
+    assert result.returncode == 0, result.stderr
+    heads = [(r["layer"], r["head"]) for r in json.loads(result.stdout)]
+    assert heads == [(layer, head) for layer, block in enumerate(spec.blocks)
+                     for head in range(block.attn.n_heads)]
+    result = run_satsim("roles", "--model", str(path), "--min-len", "6", "--max-len", "5")
+    assert result.returncode == 2 and result.stderr == "error: --min-len 6 is above --max-len 5\n"
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["one", "two", "10", "x"]), max_size=8),
        st.text(alphabet="ontwx10 ", min_size=1, max_size=4))

@@ -63,18 +63,25 @@ def short_strings(alphabet: Sequence[str], budget: int) -> list[str]:
     raise AssertionError("unreachable")
 
 
-def sample_strings(spec: ModelSpec, language, n: int, max_len: int, seed: int) -> list[str]:
-    """``n`` strings up to ``max_len``: a balanced test set of ``language``, else random strings.
+def sample_strings(spec: ModelSpec, language, n: int, max_len: int, seed: int,
+                   min_len: int = 0) -> list[str]:
+    """``n`` strings of min_len … max_len: a balanced test set of ``language``, else random ones.
 
-    Without a language (None), strings are uniform over the model's alphabet with lengths
-    uniform in 1 … max_len.
+    Without a language (None), inputs are uniform over the model's alphabet with lengths uniform
+    in max(min_len, 1) … max_len, written as the encoder reads them (tokens separated by spaces
+    where a symbol is longer than one character).
     """
-    if n < 1 or max_len < 0:
-        raise SatsimError("-n must be at least 1 and --max-len at least 0")
-    check_memory(strings_bytes(n, max_len / 2), f"-n {n} strings up to --max-len {max_len}",
-                 "lower -n or --max-len")
+    if n < 1 or max_len < 0 or min_len > max_len:
+        raise SatsimError("-n must be at least 1, and --max-len at least 0 and --min-len")
+    check_memory(strings_bytes(n, (min_len + max_len) / 2),
+                 f"-n {n} strings up to --max-len {max_len}", "lower -n or --max-len")
     if language is not None:
-        return test_set(language, n, 0, max_len, seed)[0]
+        return test_set(language, n, min_len, max_len, seed)[0]
+    if max_len < 1:
+        raise SatsimError("random inputs need --max-len of at least 1")
     rng = np.random.default_rng(seed)
     alphabet = list(spec.alphabet)
-    return ["".join(rng.choice(alphabet, int(rng.integers(1, max_len + 1)))) for _ in range(n)]
+    separator = "" if spec.character_symbols else " "
+    shortest = max(min_len, 1)
+    return [separator.join(rng.choice(alphabet, int(rng.integers(shortest, max_len + 1))))
+            for _ in range(n)]

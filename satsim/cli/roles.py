@@ -6,32 +6,45 @@ import json
 
 import click
 
-from satsim.cli.options import count, simulator_from_options, with_model_options
+from satsim.cli.options import (
+    count,
+    simulator_from_options,
+    with_model_options_language_optional,
+)
 
 
 @click.command("roles")
-@with_model_options
+@with_model_options_language_optional
 @click.option("-n", "n", type=count(), default=100, show_default=True, help="Strings to sample.")
-@click.option("--min-len", type=count(), default=8, show_default=True,
-              help="Shortest sampled string.")
-@click.option("--max-len", type=count(), default=64, show_default=True,
-              help="Longest sampled string.")
+@click.option("--min-len", type=count(), default=None,
+              help="Shortest sampled string.  [default: 8, or --max-len if that is less]")
+@click.option("--max-len", type=count(), default=None,
+              help="Longest sampled string.  [default: 64, or --min-len if that is more]")
 @click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per head.")
 def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len, max_len, seed,
             as_json) -> None:
-    """Head roles from exact tie sets: local (a few positions) or global (most of the prefix)."""
+    """Head roles from exact tie sets: local (a few positions) or global (most of the prefix).
+
+    Strings come from the language's balanced test set with --lang, else (a saved model alone)
+    uniformly from the model's input symbols.
+    """
     from satsim.analysis.head_roles import head_roles
-    from satsim.analysis.strings import check_test_set_memory, test_set
+    from satsim.analysis.strings import sample_strings
     from satsim.cli.options import get_language
     from satsim.errors import SatsimError
 
     if n < 1:
         raise SatsimError(f"need at least one string, got -n {n}")
-    check_test_set_memory([(min_len, max_len)], n)
-    language = get_language(lang_name)
+    if min_len is None:
+        min_len = 8 if max_len is None else min(8, max_len)
+    if max_len is None:
+        max_len = max(64, min_len)
+    if min_len > max_len:
+        raise SatsimError(f"--min-len {min_len} is above --max-len {max_len}")
+    language = get_language(lang_name) if lang_name is not None else None
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
-    strings, _ = test_set(language, n, min_len, max_len, seed)
+    strings = sample_strings(simulator.spec, language, n, max_len, seed, min_len=min_len)
     roles = head_roles(simulator, strings)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in roles]))
