@@ -10,7 +10,11 @@ otherwise), so every logit is bit for bit that of the batched path. It releases 
 caller runs slices of the strings in threads.
 
 The model comes as a flat parameter array and an integer program, one row per sublayer (see
-``ATTN_*`` / ``MLP_*``); :mod:`satsim.engine.batch` builds both from a :class:`ModelSpec`.
+``ATTN_*`` / ``MLP_*``); :mod:`satsim.engine.program` builds both from a :class:`ModelSpec`.
+
+The kernel is compiled in two variants from this one source: :data:`forward_fast_paths`, with
+only the attention paths that need no score matrix, and :data:`forward_strings`, with every
+path; :func:`satsim.engine.program.forward_fused` routes strings between them.
 """
 
 from __future__ import annotations
