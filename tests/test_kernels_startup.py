@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from satsim.engine.kernels import COMPILE_SECONDS
 
@@ -31,8 +32,11 @@ def test_cold_cache_is_announced_without_compiling(tmp_path):
 
 
 def test_warm_cache_is_quiet():
+    tests = str(Path(__file__).parent)
     subprocess.run([sys.executable, "-c", "from satsim import Simulator, constructions; "
                     "Simulator(constructions.build('dyck1')).accepts(['()']); "
+                    f"import sys; sys.path.insert(0, {tests!r}); "
+                    "from helpers import random_spec; Simulator(random_spec(0)).logits(['ab']); "
                     "Simulator(constructions.build('dyck1'), fused=False).accepts(['()']); "
                     "import numpy as np; from satsim import saturated_attention; "
                     "x = np.random.default_rng(0).standard_normal((1, 512, 2)).astype(np.float32); "
@@ -41,4 +45,14 @@ def test_warm_cache_is_quiet():
                    check=True)
     done = _run(dict(os.environ))
     assert done.stdout.strip() == "[]"
+    assert "compiling" not in done.stderr
+
+
+def test_no_compile_notice_when_numba_is_disabled(tmp_path):
+    # NUMBA_DISABLE_JIT runs the kernels as Python (for debugging): nothing compiles, so no notice.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), NUMBA_DISABLE_JIT="1")
+    done = subprocess.run([sys.executable, "-c", "from satsim import Simulator, constructions; "
+                           "print(Simulator(constructions.build('dyck1')).accepts(['(())', '(']))"],
+                          env=env, check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "[ True False]"
     assert "compiling" not in done.stderr

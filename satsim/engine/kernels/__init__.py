@@ -66,7 +66,9 @@ def announce_compile(stream=None, path: str | None = None) -> bool:
     kernels to run; each path is checked the first time it runs in a process, so a warm path
     stays quiet and every cold one speaks.
     """
-    if path in _checked:
+    from numba import config
+
+    if path in _checked or config.DISABLE_JIT:  # NUMBA_DISABLE_JIT: nothing compiles
         return False
     _checked.add(path)
     if not cold_kernels(path):
