@@ -71,8 +71,10 @@ def sample_strings(spec: ModelSpec, language, n: int, max_len: int, seed: int,
     in max(min_len, 1) … max_len, written as the encoder reads them (tokens separated by spaces
     where a symbol is longer than one character).
     """
-    if n < 1 or max_len < 0 or min_len > max_len:
-        raise SatsimError("-n must be at least 1, and --max-len at least 0 and --min-len")
+    if n < 1:
+        raise SatsimError(f"need at least one string, got -n {n}")
+    if min_len > max_len:
+        raise SatsimError(f"--min-len {min_len} is above --max-len {max_len}")
     check_memory(strings_bytes(n, (min_len + max_len) / 2),
                  f"-n {n} strings up to --max-len {max_len}", "lower -n or --max-len")
     if language is not None:

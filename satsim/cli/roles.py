@@ -32,16 +32,11 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len
     from satsim.analysis.head_roles import head_roles
     from satsim.analysis.strings import sample_strings
     from satsim.cli.options import get_language
-    from satsim.errors import SatsimError
 
-    if n < 1:
-        raise SatsimError(f"need at least one string, got -n {n}")
     if min_len is None:
         min_len = 8 if max_len is None else min(8, max_len)
     if max_len is None:
         max_len = max(64, min_len)
-    if min_len > max_len:
-        raise SatsimError(f"--min-len {min_len} is above --max-len {max_len}")
     language = get_language(lang_name) if lang_name is not None else None
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     strings = sample_strings(simulator.spec, language, n, max_len, seed, min_len=min_len)
