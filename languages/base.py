@@ -103,7 +103,7 @@ class Language(ABC):
         """Return the alphabet indices (int8) of ``s``; LanguageError names the first bad symbol."""
         if not isinstance(s, str):
             raise LanguageError(f"{self.name} strings must be str, got {type(s).__name__}")
-        points = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32)
+        points = np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         ids = np.full(len(points), -1, dtype=np.int8)
         for k, symbol in enumerate(self.alphabet):
             ids[points == ord(symbol)] = k

@@ -8,6 +8,7 @@ internal errors raised deep in the simulator.
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import run_satsim
@@ -225,3 +226,16 @@ def test_satsim_alone_prints_its_help():
     result = run_satsim()
     assert result.returncode == 0 and result.stdout.startswith("Usage: satsim")
     assert "error" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["run", "--lang", "dyck1"],
+                                  ["run", "--model", "bench/models/dyck1-none.safetensors"]])
+def test_bytes_that_are_not_utf8_are_a_bad_symbol_not_a_traceback(args):
+    # Python reads an undecodable byte as a lone surrogate; it is a symbol outside the alphabet.
+    code = ("import sys; from satsim.cli.main import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
+    done = subprocess.run([sys.executable, "-c", code, *args], input=b"(\xff)\n",
+                          capture_output=True, timeout=600, cwd=Path(__file__).parent.parent)
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith("error: symbol '\\udcff' at position 1 is not in")
+    assert len(done.stderr.splitlines()) == 1

@@ -147,7 +147,7 @@ class Simulator:
         try:  # one byte per symbol where every code point is below 256
             codes = np.frombuffer(joined.encode("latin-1"), dtype=np.uint8)
         except UnicodeEncodeError:
-            codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+            codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
             codes = np.minimum(codes, table.size + 2)
         ids = np.take(lookup, codes)
         lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings)) + len(marks)

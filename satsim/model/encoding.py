@@ -50,7 +50,7 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
                            f"of model {spec.name!r} {spec.alphabet}")
 
     def from_characters(string: str) -> np.ndarray:
-        codes = np.frombuffer(string.encode("utf-32-le"), dtype=np.uint32)
+        codes = np.frombuffer(string.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         inside = codes < table.size
         body = np.where(inside, table[np.where(inside, codes, 0)], -1) if table.size else (
             np.full(len(string), -1, dtype=np.int64))
