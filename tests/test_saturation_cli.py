@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -43,6 +44,9 @@ def test_saturation_table_for_a_saved_model(tmp_path):
     (["saturation", "--lang", "dyck1", "--scales", "0,10"], "--scales must be positive"),
     (["saturation", "--lang", "dyck1", "--rates", "embed"], "a rate is PATTERN=NUMBER"),
     (["saturation", "--model", "missing.safetensors"], "no such weights file"),
+    (["saturation", "--lang", "dyk1", "--model",  # a mistyped oracle is not dropped silently
+      str(Path(__file__).parent.parent / "bench/models/dyck1-none.safetensors")],
+     "unknown language 'dyk1'"),
     (["show", "--lang", "parity-odd"], "has no built-in construction"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(args, message):

@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from satsim.cli.options import OutputPath, count, load_model
+from satsim.cli.options import OutputPath, count, get_language, load_model
 from satsim.errors import SatsimError
 
 
@@ -101,7 +101,6 @@ def _plot(result, path: str) -> None:
 def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, max_len, seed,
             exact, plot_path, as_json) -> None:
     """Per-layer convergence of the soft twin at cθ to the saturated limit network."""
-    import languages
     from satsim.analysis.measures import convergence
     from satsim.analysis.strings import sample_strings
     from satsim.saturation.scaling import parse_rates
@@ -111,7 +110,7 @@ def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, ma
     spec.require_language_task("satsim saturation (it compares decisions)")
     scales = parse_scales(scales_text)
     rates = parse_rates(rates_text) if rates_text else None
-    language = languages.get(lang_name) if lang_name in languages.names() else None
+    language = get_language(lang_name) if lang_name is not None else None
     strings = sample_strings(spec, language, n, max_len, seed)
     where = str(resolve_device(device))
     result = convergence(spec, strings, scales, rates=rates, device=where, dtype=dtype,
