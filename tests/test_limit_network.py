@@ -122,3 +122,24 @@ def test_growth_exponent_and_safe_scales():
     assert growth_exponent(network_graph(dyck1)) == 8
     assert 1e4 < max_safe_scale(dyck1, np.float32) < 2e4
     assert max_safe_scale(dyck1, np.float64) > 1e37
+
+
+def test_the_limit_takes_position_features_of_the_length():
+    # The degree graph once evaluated the features at n = 0, which divides by zero for 1/n.
+    import dataclasses
+
+    from satsim.saturation.signs import limit_signs
+
+    spec = random_spec(0, positional="features")
+    spec = dataclasses.replace(spec, positional=dataclasses.replace(
+        spec.positional, features=("1/n", "i/n", "(-1)^i")))
+    result = limit_signs(spec, ["ab", "ba"])
+    assert all(np.isfinite(signs).all() for signs in result.signs)
+
+
+def test_the_exact_limit_refuses_strings_longer_than_the_learned_positions():
+    from satsim.errors import SatsimError
+    from satsim.saturation.exact import exact_limit
+
+    with pytest.raises(SatsimError, match="5 tokens is longer than the learned positional table"):
+        exact_limit(random_spec(0, positional="learned", n_ctx=3), "abab")

@@ -25,6 +25,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from satsim.errors import SatsimError
 from satsim.model.positions import position_features, sinusoidal_table
 from satsim.model.spec import (
     AttentionSpec,
@@ -128,16 +129,20 @@ def stream_names(spec: ModelSpec) -> list[str]:
 def position_term(pos: PositionalSpec, n: int, d_model: int,
                   rows: Callable[[str, int], X],
                   product: Callable[[np.ndarray, str], X],
-                  constant: Callable[[np.ndarray], X]) -> X | None:
+                  constant: Callable[[np.ndarray], X], model: str = "") -> X | None:
     """The positional term of ``n`` positions in a backend's values, or None without positions.
 
     ``rows(name, n)`` takes the first n rows of a parameter (learned positions),
     ``product(features, name)`` multiplies constant features by a parameter, and
-    ``constant(table)`` lifts a parameter-free table (sinusoids).
+    ``constant(table)`` lifts a parameter-free table (sinusoids). A learned table shorter than
+    n is a SatsimError naming ``model``.
     """
     if pos.kind == "none":
         return None
     if pos.kind == "learned":
+        if n > pos.W_pos.shape[0]:
+            raise SatsimError(f"a sequence of {n} tokens is longer than the learned positional "
+                              f"table ({pos.W_pos.shape[0]} positions) of model {model!r}")
         return rows("pos_embed.W_pos", n)
     if pos.kind == "features":
         return product(position_features(pos.features, n), "pos_embed.W_feat")

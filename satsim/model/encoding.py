@@ -128,18 +128,13 @@ def positional_vectors(spec: ModelSpec, n: int) -> np.ndarray | None:
     pos = spec.positional
 
     def rows(name: str, count: int) -> np.ndarray:
-        if count > pos.W_pos.shape[0]:
-            raise SatsimError(
-                f"a sequence of {count} tokens is longer than the learned positional table "
-                f"({pos.W_pos.shape[0]} positions) of model {spec.name!r}"
-            )
         return pos.W_pos[:count]
 
     def product(features: np.ndarray, name: str) -> np.ndarray:
         return (features @ pos.W_feat.astype(np.float64)).astype(spec.dtype)
 
     return position_term(pos, n, spec.d_model, rows, product,
-                         lambda table: table.astype(spec.dtype))
+                         lambda table: table.astype(spec.dtype), model=spec.name)
 
 
 def embed(spec: ModelSpec, ids: np.ndarray) -> np.ndarray:

@@ -206,7 +206,7 @@ class _Evaluator(Backend[Series]):
         term = position_term(pos, len(ids), spec.d_model,
                              lambda name, n: constant(pos.W_pos[:n], 1),
                              lambda features, name: constant(features @ pos.W_feat, 1),
-                             lambda table: constant(table, 0))
+                             lambda table: constant(table, 0), model=spec.name)
         tokens = constant(spec.W_E[ids], 1)
         return tokens if term is None else add(tokens, term)
 

@@ -108,7 +108,8 @@ class _Builder(Backend[str]):
 
         tokens = self.node("hook_tokens", "const")
         terms = [self.node("hook_embed", "product", (tokens, "embed.W_E"))]
-        position = position_term(spec.positional, 0, spec.d_model,
+        # One position: the graph's nodes do not depend on the length (the values are unused).
+        position = position_term(spec.positional, 1, spec.d_model,
                                  lambda name, n: lookup("hook_positions", name),
                                  lambda features, name: lookup("hook_position_features", name),
                                  lambda table: self.node("hook_pos_embed", "const"))

@@ -156,18 +156,13 @@ class SoftTransformer(nn.Module):
         pos = self.spec.positional
 
         def rows(name: str, count: int) -> Tensor:
-            table = self.pos_embed.W_pos
-            if count > table.shape[0]:
-                raise SatsimError(f"a sequence of {count} tokens is longer than the learned "
-                                  f"positional table ({table.shape[0]} positions) of model "
-                                  f"{self.spec.name!r}")
-            return table[:count]
+            return self.pos_embed.W_pos[:count]
 
         def term(count: int) -> Tensor | None:
             return position_term(
                 pos, count, self.spec.d_model, rows,
                 lambda features, name: self._tensor(features) @ self.pos_embed.W_feat,
-                self._tensor)
+                self._tensor, model=self.spec.name)
 
         if not pos.depends_on_length:
             return term(n)
