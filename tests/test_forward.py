@@ -86,3 +86,22 @@ def test_bad_symbol_and_bad_options_are_one_line_errors():
         Simulator(random_spec(0), "softmax", beta=float("nan"))
     with pytest.raises(SatsimError, match="longer than the learned positional table"):
         simulator.accepts(["a" * 100])
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.05, 3.0, None])
+def test_traces_rebuild_tie_sets_and_attention_with_the_layers_own_scale(scale):
+    # A trace's recomputed tie sets and attention maps use the layer's score scale, so they are
+    # the sets the kernels attended (at scale 0 every allowed key ties).
+    from satsim.analysis.traces import attention_matrix
+
+    spec = random_spec(3, scale=scale, positional="none")
+    trace = Simulator(spec).trace("abbab")
+    for layer, heads in enumerate(trace.layers):
+        for head in range(heads.tie_size.shape[0]):
+            weights = attention_matrix(trace, layer, head)
+            for query in range(heads.tie_size.shape[1]):
+                size = heads.tie_size[head, query]
+                assert len(trace.tie_set(layer, head, query)) == size
+                assert np.count_nonzero(weights[query]) == size
+                if scale == 0.0:
+                    assert size == query + 1

@@ -102,13 +102,15 @@ def homogeneity_curve(spec: ModelSpec, strings: Sequence[str], scales: Sequence[
 
 def tie_margin(network: LeadingOrder, run: LimitRun) -> float:
     """Smallest gap, over every head and query, between the tie set and the best other key."""
-    causal = [b.attn.causal for b in network.spec.blocks if b.attn is not None]
+    attention = [b.attn for b in network.spec.blocks if b.attn is not None]
     mask = np.arange(run.residuals[0].shape[1])[None, :] < run.lengths[:, None]
     margin = np.inf
-    for layer, is_causal in zip(run.layers, causal):
+    for layer, attn in zip(run.layers, attention):
+        is_causal, scale = attn.causal, attn.score_scale
         key_mask = mask[:, None, :]
-        scores = attention_scores(layer.queries, layer.keys)
-        ties = tie_sets(layer.queries, layer.keys, causal=is_causal, key_mask=key_mask)
+        scores = attention_scores(layer.queries, layer.keys, scale)
+        ties = tie_sets(layer.queries, layer.keys, causal=is_causal, key_mask=key_mask,
+                        scale=scale)
         allowed = allowed_keys(*scores.shape[-2:], causal=is_causal, key_mask=key_mask)
         best = np.where(ties, scores, -np.inf).max(axis=-1)
         other = np.where(allowed & ~ties, scores, -np.inf).max(axis=-1)

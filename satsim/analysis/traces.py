@@ -52,10 +52,12 @@ def attention_matrix(trace: Trace, layer: int, head: int) -> np.ndarray:
     settings = trace.settings
     allowed = ref.allowed_keys(len(q), len(k), causal=heads.causal)
     if settings.kind == "softmax":
-        scores = np.where(allowed, settings.beta * ref.attention_scores(q, k), -np.inf)
+        scores = np.where(allowed, settings.beta * ref.attention_scores(q, k, heads.scale),
+                          -np.inf)
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         return weights / weights.sum(axis=-1, keepdims=True)
-    ties = ref.tie_sets(q, k, causal=heads.causal, atol=settings.atol, rtol=settings.rtol)
+    ties = ref.tie_sets(q, k, causal=heads.causal, atol=settings.atol, rtol=settings.rtol,
+                        scale=heads.scale)
     if settings.kind == "saturated":
         return ties / np.maximum(ties.sum(axis=-1, keepdims=True), 1)
     pick = np.zeros_like(ties, dtype=np.float64)

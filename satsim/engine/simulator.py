@@ -33,6 +33,8 @@ class HeadTrace:
     tie_size: np.ndarray
     tie_gap: np.ndarray
     causal: bool
+    scale: float
+    """The layer's score scale: scores are scale · q · k."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ class Trace:
         keys = trace.keys[head]
         if trace.causal:
             keys = keys[: query + 1]
-        mask = tie_sets(q, keys, causal=False, atol=self.settings.atol, rtol=self.settings.rtol)
+        mask = tie_sets(q, keys, causal=False, atol=self.settings.atol, rtol=self.settings.rtol,
+                        scale=trace.scale)
         return np.flatnonzero(mask[0])
 
 
@@ -314,6 +317,7 @@ class Simulator:
                     tie_size=layer.tie_size[row, :, :length],
                     tie_gap=layer.tie_gap[row, :, :length],
                     causal=block.attn.causal,
+                    scale=block.attn.score_scale,
                 ))
             residuals = [r[row, :length] for r in run.residuals]
             logits = run.logits[row, :length]
