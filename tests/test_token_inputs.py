@@ -137,6 +137,8 @@ def test_per_position_outputs_need_a_valid_output_spec():
         word_model("numerical")
     with pytest.raises(SpecError, match="read at every position"):
         OutputSpec(W_U=np.zeros((3, 2)), labels=("a", "b"), task="categorical", readout="last")
+    with pytest.raises(SpecError, match="a next-symbol output is read at every position"):
+        OutputSpec(W_U=np.zeros((3, 2)), labels=("a", "b"), task="next-symbol", readout="last")
     with pytest.raises(SpecError, match="labels must be distinct"):
         OutputSpec(W_U=np.zeros((3, 2)), labels=("a", "a"), task="categorical",
                    readout="per-position")

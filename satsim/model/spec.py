@@ -255,7 +255,7 @@ class OutputSpec:
             raise SpecError("a recognition output has exactly one logit (accept iff > 0)")
         if self.task == "numerical" and len(self.labels) != 1:
             raise SpecError("a numerical output has exactly one logit (its value)")
-        if self.task in PER_POSITION_TASKS and self.readout != "per-position":
+        if self.task in PER_POSITION_TASKS + ("next-symbol",) and self.readout != "per-position":
             raise SpecError(f"a {self.task} output is read at every position "
                             "(readout 'per-position')")
         if len(set(self.labels)) != len(self.labels):
