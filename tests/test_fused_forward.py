@@ -319,14 +319,23 @@ def test_logits_accepts_and_next_symbols_take_the_fused_path(monkeypatch):
 
 
 def test_the_fused_kernel_cache_is_keyed_to_its_callees_sources():
+    # Every kernel of a module that calls another module, not only the entry points: a caller
+    # compiled anew loads its callees from their own cache entries.
     import os
 
-    from satsim.engine.kernels import fused, layers, queries
+    from satsim.engine.kernels import classes, fused, layers, queries, tiles
 
-    stamp = fused.forward_strings._cache._cache_file._source_stamp
-    for module in (queries, layers):
-        st = os.stat(module.__file__)
-        assert (st.st_mtime, st.st_size) in stamp
+    for module, callees in ((fused, (queries, layers, classes)), (tiles, (queries,)),
+                            (classes, (queries,))):
+        kernels = [value for value in vars(module).values()
+                   if getattr(value, "py_func", None) is not None
+                   and value.py_func.__module__ == module.__name__]
+        assert len(kernels) >= 3
+        for kernel in kernels:
+            stamp = kernel._cache._cache_file._source_stamp
+            for callee in callees:
+                st = os.stat(callee.__file__)
+                assert (st.st_mtime, st.st_size) in stamp, (kernel, callee)
 
 
 @pytest.mark.parametrize("task", ["recognition", "next-symbol"])

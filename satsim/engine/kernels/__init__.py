@@ -96,3 +96,15 @@ def stamp_with_callees(kernel, modules) -> None:
         cache_file._source_stamp = tuple(stamps)
     except Exception:  # noqa: BLE001 - private Numba API: the plain stamp still works
         pass
+
+
+def stamp_module_kernels(namespace: dict, modules) -> None:
+    """Key the cache of every kernel defined in a module (its ``globals()``) to ``modules`` too.
+
+    Every kernel, not only the entry points: a caller compiled anew loads its callee kernels from
+    their own cache entries, which must not survive an edit of what those callees call.
+    """
+    for value in list(namespace.values()):
+        py_func = getattr(value, "py_func", None)
+        if py_func is not None and py_func.__module__ == namespace["__name__"]:
+            stamp_with_callees(value, modules)

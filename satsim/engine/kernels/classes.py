@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_with_callees
+from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.queries import (
     GENERAL,
     SATURATED,
@@ -250,6 +250,4 @@ def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, r
     return out, tie_size, tie_gap
 
 
-for _kernel in (key_classes, attend_by_classes, attend_if_classes, few_classes,
-                attend_items_by_classes):
-    stamp_with_callees(_kernel, (_queries_module,))
+stamp_module_kernels(globals(), (_queries_module,))

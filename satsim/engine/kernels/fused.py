@@ -25,7 +25,7 @@ import numpy as np
 from satsim.engine.kernels import classes as _classes_module
 from satsim.engine.kernels import layers as _layers_module
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_with_callees
+from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.classes import MAX_CLASSES, attend_if_classes
 from satsim.engine.kernels.layers import IDENTITY, ROW_BLOCK, affine_rows_into, layer_norm_rows
 from satsim.engine.kernels.queries import (
@@ -370,5 +370,4 @@ forward_fast_paths = _forward_kernel(False)
 """``forward_strings`` with the fast paths only (prefix mean, every key tied, one query):
 about a third less to compile, and enough for hand-built models; a string with a head on the
 class or general path gets status NEEDS_GENERAL."""
-for _kernel in (forward_strings, forward_fast_paths):
-    stamp_with_callees(_kernel, (_queries_module, _classes_module, _layers_module))
+stamp_module_kernels(globals(), (_queries_module, _classes_module, _layers_module))

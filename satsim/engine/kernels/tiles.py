@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_with_callees
+from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.queries import (
     attend_query,
     emit_output,
@@ -372,4 +372,4 @@ def _progress(units: queue.SimpleQueue, pairs: int, what: str):
         reporter.join()
 
 
-stamp_with_callees(attend_tile, (_queries_module,))
+stamp_module_kernels(globals(), (_queries_module,))
