@@ -41,8 +41,29 @@ class BatchRun:
     layers: list[LayerTrace] | None
 
 
-def _bias(vector: np.ndarray | None, size: int, dtype: np.dtype) -> np.ndarray:
+def bias_or_zeros(vector: np.ndarray | None, size: int, dtype: np.dtype) -> np.ndarray:
+    """The bias, or zeros where the spec has none."""
     return np.zeros(size, dtype=dtype) if vector is None else vector
+
+
+def norm_parameters(ln: LayerNormSpec, d: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The norm's weight and bias as the kernels take them (ones and zeros where absent)."""
+    w = ln.w if ln.w is not None else np.ones(d, dtype=dtype)
+    b = ln.b if ln.b is not None else np.zeros(d, dtype=dtype)
+    return w, b
+
+
+def side_by_side(weights: list[np.ndarray], biases: list[np.ndarray | None],
+                 dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Per-head [H, d, e] projections as one [d, Σ H·e] matrix and its bias, heads in order.
+
+    The column layout of the attention projections in both engines (the fused program and the
+    batches), so that their queries, keys and values are the same numbers.
+    """
+    flat = [weight.transpose(1, 0, 2).reshape(weight.shape[1], -1) for weight in weights]
+    bias = [bias_or_zeros(None if b is None else b.reshape(-1), f.shape[1], dtype)
+            for b, f in zip(biases, flat)]
+    return np.ascontiguousarray(np.concatenate(flat, axis=1)), np.concatenate(bias)
 
 
 def _rows(x: np.ndarray) -> np.ndarray:
@@ -51,18 +72,16 @@ def _rows(x: np.ndarray) -> np.ndarray:
 
 def apply_layer_norm(x: np.ndarray, ln: LayerNormSpec) -> np.ndarray:
     """LayerNorm or RMSNorm of (B, T, d) through the Numba kernel."""
-    d = x.shape[-1]
-    w = ln.w if ln.w is not None else np.ones(d, dtype=x.dtype)
-    b = ln.b if ln.b is not None else np.zeros(d, dtype=x.dtype)
+    w, b = norm_parameters(ln, x.shape[-1], x.dtype)
     return layer_norm(_rows(x), w, b, ln.eps, ln.affine, ln.centred).reshape(x.shape)
 
 
 def apply_feed_forward(x: np.ndarray, mlp: FeedForwardSpec) -> np.ndarray:
     """The feed-forward sublayer of (B, T, d) through the Numba kernels."""
     d_mlp = mlp.W_in.shape[1]
-    hidden = affine(_rows(x), mlp.W_in, _bias(mlp.b_in, d_mlp, x.dtype),
+    hidden = affine(_rows(x), mlp.W_in, bias_or_zeros(mlp.b_in, d_mlp, x.dtype),
                     ACTIVATION_CODES[mlp.activation])
-    out = affine(hidden, mlp.W_out, _bias(mlp.b_out, x.shape[-1], x.dtype))
+    out = affine(hidden, mlp.W_out, bias_or_zeros(mlp.b_out, x.shape[-1], x.dtype))
     return out.reshape(x.shape)
 
 
@@ -74,16 +93,9 @@ def _project(x: np.ndarray, weights: list[np.ndarray], biases: list[np.ndarray |
     projections share the pass over x.
     """
     batch, length, _ = x.shape
-    flat, flat_bias, widths = [], [], []
-    for weight, bias in zip(weights, biases):
-        heads, d, e = weight.shape
-        flat.append(weight.transpose(1, 0, 2).reshape(d, heads * e))
-        flat_bias.append(_bias(None if bias is None else bias.reshape(-1), heads * e, x.dtype))
-        widths.append((heads, e))
-    out = affine(_rows(x), np.ascontiguousarray(np.concatenate(flat, axis=1)),
-                 np.concatenate(flat_bias))
+    out = affine(_rows(x), *side_by_side(weights, biases, x.dtype))
     results, start = [], 0
-    for heads, e in widths:
+    for heads, _, e in (weight.shape for weight in weights):
         part = out[:, start : start + heads * e].reshape(batch, length, heads, e)
         results.append(np.ascontiguousarray(part.transpose(0, 2, 1, 3)))
         start += heads * e
@@ -104,7 +116,7 @@ def apply_attention(
     batch, heads, length, d_v = result.output.shape
     stacked = np.ascontiguousarray(result.output.transpose(0, 2, 1, 3).reshape(-1, heads * d_v))
     w_out = np.ascontiguousarray(attn.W_O.reshape(heads * d_v, -1))
-    out = affine(stacked, w_out, _bias(attn.b_O, x.shape[-1], x.dtype))
+    out = affine(stacked, w_out, bias_or_zeros(attn.b_O, x.shape[-1], x.dtype))
     trace = LayerTrace(q, k, result.output, result.tie_size, result.tie_gap)
     return out.reshape(x.shape), trace
 
@@ -170,7 +182,8 @@ class BatchBackend(Backend[np.ndarray]):
 
     def unembed(self, x: np.ndarray, output: OutputSpec) -> np.ndarray:
         """Logits of every position, (B, T, n_outputs)."""
-        logits = affine(_rows(x), output.W_U, _bias(output.b_U, len(output.labels), x.dtype))
+        bias = bias_or_zeros(output.b_U, len(output.labels), x.dtype)
+        logits = affine(_rows(x), output.W_U, bias)
         return logits.reshape(x.shape[0], x.shape[1], -1)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.attend import KIND_CODES
+from satsim.engine.batch import norm_parameters, side_by_side
 from satsim.engine.kernels import announce_compile, classes
 from satsim.engine.kernels import fused as fk
 from satsim.engine.kernels.layers import ACTIVATION_CODES
@@ -22,11 +23,6 @@ from satsim.model.architecture import counting_heads, steps
 from satsim.model.encoding import positional_vectors
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec
-
-
-def _bias(vector: np.ndarray | None, size: int, dtype: np.dtype) -> np.ndarray:
-    return np.zeros(size, dtype=dtype) if vector is None else vector
-
 
 FUSED_THREAD_TOKENS = 1 << 14
 """Tokens below which :func:`forward_fused` runs in the calling thread."""
@@ -92,8 +88,7 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
         if ln is None:
             columns[:] = (0, 0, 0, -1, 0)
             return
-        w = ln.w if ln.w is not None else np.ones(d, dtype=dtype)
-        b = ln.b if ln.b is not None else np.zeros(d, dtype=dtype)
+        w, b = norm_parameters(ln, d, dtype)
         columns[:] = (put(w), put(b), int(ln.affine), put_real(ln.eps), int(ln.centred))
 
     rows: list[np.ndarray] = []
@@ -113,10 +108,8 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
             d_v = sub.W_V.shape[2]
             if d_head == 0:
                 return None  # attention refuses empty keys: keep its error
-            flat = [w.transpose(1, 0, 2).reshape(d, -1) for w in (sub.W_Q, sub.W_K, sub.W_V)]
-            biases = [None if b is None else b.reshape(-1) for b in (sub.b_Q, sub.b_K, sub.b_V)]
-            projection = np.concatenate(flat, axis=1)
-            bias = np.concatenate([_bias(b, f.shape[1], dtype) for b, f in zip(biases, flat)])
+            projection, bias = side_by_side([sub.W_Q, sub.W_K, sub.W_V],
+                                            [sub.b_Q, sub.b_K, sub.b_V], dtype)
             n_cols = projection.shape[1]
             row[fk.KIND] = fk.ATTENTION
             row[fk.ATTN_H], row[fk.ATTN_DH], row[fk.ATTN_DV] = heads, d_head, d_v

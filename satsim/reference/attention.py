@@ -19,9 +19,6 @@ from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
 from satsim.model.spec import default_scale
 
-"""The attention kinds, by the names the API, the CLI and the specs use."""
-
-
 
 def tie_threshold(max_score: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     """Return M - (atol + rtol*|M|), written so that it is non-decreasing in M in floating point."""

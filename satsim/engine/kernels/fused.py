@@ -30,7 +30,6 @@ from satsim.engine.kernels.classes import MAX_CLASSES, attend_if_classes
 from satsim.engine.kernels.layers import IDENTITY, ROW_BLOCK, affine_rows_into, layer_norm_rows
 from satsim.engine.kernels.queries import (
     MAX_SCORE,
-    QUERY_BLOCK,
     SAME_QUERIES,
     SAME_SCORES,
     SOFTMAX,
@@ -38,6 +37,7 @@ from satsim.engine.kernels.queries import (
     attend_same_scores,
     attend_unit,
     item_path,
+    unit_count,
 )
 
 ATTENTION, FEED_FORWARD = 0, 1
@@ -136,7 +136,7 @@ def _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale, ge
         return OK
     if T > general_limit:
         return LONG_GENERAL
-    for unit in range(((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2):
+    for unit in range(unit_count(T)):
         attend_unit(q, k, v, key_mask, key_mask, causal, kind, beta, atol, rtol, scale, unit,
                      out, sizes, gaps)
     return OK

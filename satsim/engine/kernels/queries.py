@@ -600,6 +600,12 @@ def _attend_item(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, 
     return path
 
 
+@numba.njit(cache=True, fastmath=False)
+def unit_count(n_queries):
+    """Units of work of a general item: pairs of query blocks, as :func:`attend_unit` takes them."""
+    return ((n_queries + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
+
+
 @numba.njit(cache=True, fastmath=_FASTMATH)
 def attend_unit(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, block,
                  out, tie_size, tie_gap):
@@ -627,7 +633,7 @@ def attend(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
     out = np.zeros((n_items, T, v.shape[2]), dtype=q.dtype)
     tie_size = np.zeros((n_items, T), dtype=np.int64)
     tie_gap = np.full((n_items, T), np.nan)
-    units_per_item = ((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
+    units_per_item = unit_count(T)
     for n in range(n_items):
         path = _attend_item(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta,
                             atol, rtol, scale, known[n], out[n], tie_size[n], tie_gap[n])
@@ -652,7 +658,7 @@ def attend_parallel(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rto
                                 atol, rtol, scale, known[n], out[n], tie_size[n], tie_gap[n])
     # General items in units of two query blocks, p and last - p, so causal units cost the same.
     general = np.nonzero(paths == GENERAL)[0]
-    units_per_item = ((T + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
+    units_per_item = unit_count(T)
     for unit in numba.prange(general.shape[0] * units_per_item):
         n = general[unit // units_per_item]
         attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
