@@ -2,6 +2,7 @@
 equations, their mask's leak into the future, and the ``satsim homogeneity`` contract."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -81,6 +82,10 @@ def test_the_authors_model_has_no_spec_and_refuses_padding():
         twin.run(["012", "0123"])
     with pytest.raises(SatsimError, match="final LayerNorm"):
         AuthorsTwin(random_encoder(TINY, 0, norm="pre", causal=True), arrangement="post")
+    without_skips = replace(random_encoder(TINY, 0, norm="post", causal=True), residual=False)
+    for arrangement in ("post", "ln-of-branch"):
+        with pytest.raises(SatsimError, match="residual true"):
+            AuthorsTwin(without_skips, arrangement=arrangement)
 
 
 def test_every_curve_reaches_one_at_the_reference_and_rises_from_c_one():

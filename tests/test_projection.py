@@ -6,6 +6,8 @@ paper's grid.
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -185,6 +187,23 @@ def test_cli_json_and_plot(tmp_path):
     seed = report["variants"]["ffn"]["seeds"][1]
     assert seed["seed"] == 1 and len(seed["rho_star"]) == 4 and len(seed["projection"]["1"]) == 4
     assert report["plots"] == [str(plot)] and plot.stat().st_size > 10_000
+
+
+def test_the_figure_leaves_pyplot_and_the_backend_alone(tmp_path):
+    # the raw rcParams entry: get_backend() would resolve it, importing pyplot
+    code = ("import sys, matplotlib\n"
+            "def backend(): return dict.__getitem__(matplotlib.rcParams, 'backend')\n"
+            "before = backend()\n"
+            "from satsim.papers.projection import projection_grid\n"
+            "from satsim.papers.projection.experiment import ProjectionRun\n"
+            "from satsim.papers.projection.plots import write_figure\n"
+            "runs = {'ffn': [projection_grid('ffn', [1, 10], [0.8, 1.0], seed=0, n=16)]}\n"
+            f"write_figure(ProjectionRun({{'n': 16}}, runs), {str(tmp_path / 'f.png')!r})\n"
+            "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot was imported'\n"
+            "assert backend() == before, (before, backend())\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "f.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("args, message", [

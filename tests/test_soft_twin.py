@@ -143,6 +143,8 @@ def test_device_and_dtype_selection():
     assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
     with pytest.raises(SatsimError, match="unknown device"):
         resolve_device("tpu")
+    with pytest.raises(SatsimError, match="unknown device"):
+        resolve_device("cuda:abc")  # torch itself cannot parse it
     assert resolve_dtype("float32") is torch.float32 and resolve_dtype(np.float64) is torch.float64
     with pytest.raises(SatsimError, match="float32 or float64"):
         resolve_dtype("float16")

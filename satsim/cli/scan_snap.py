@@ -84,7 +84,7 @@ def command(grid_name, seeds, iters, batch, device, zero_init, loss_kind, epsilo
                                iters, batch, history=False),
                      f"the {grid_name} grid", "lower --seeds, --iters or --batch")
     import_torch(threads)
-    from satsim.papers.scan_snap.train import resolve_device
+    from satsim.soft.device import resolve_device
 
     device = str(resolve_device(device))
     run = dict(iters=iters, batch=batch, loss=loss_kind, device=device, epsilon=epsilon)

@@ -26,11 +26,7 @@ from satsim.model.architecture import (
     position_term,
     run,
 )
-from satsim.model.spec import ACTIVATIONS, LayerNormSpec, ModelSpec, OutputSpec
-
-OPS = ("param", "const", "product", "sum", "layernorm", "rmsnorm", *ACTIVATIONS, "softmax",
-       "identity")
-"""Node ops; an activation's op is its name (gelu(cz)/c → relu(z): every one has ReLU's degree)."""
+from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 
 
 def _degree(op: str, inputs: list[int]) -> int:
@@ -41,7 +37,8 @@ def _degree(op: str, inputs: list[int]) -> int:
         return 0
     if op == "product":
         return sum(inputs)
-    return max(inputs)  # sum, an activation, identity
+    # sum, identity, an activation (named by its op; gelu(cz)/c → relu(z): each has ReLU's degree)
+    return max(inputs)
 
 
 @dataclass(frozen=True)

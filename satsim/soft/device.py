@@ -18,11 +18,16 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     name = str(device)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.split(":")[0] not in ("cpu", "cuda"):
-        raise SatsimError(f"unknown device {name!r}; use one of {', '.join(DEVICES)}")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise SatsimError("device 'cuda' was asked for, but torch sees no CUDA GPU here")
-    return torch.device(name)
+    unknown = f"unknown device {name!r}; use one of {', '.join(DEVICES)} (or cuda:N)"
+    try:
+        parsed = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise SatsimError(unknown) from None
+    if parsed.type not in ("cpu", "cuda"):
+        raise SatsimError(unknown)
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise SatsimError(f"device {name!r} was asked for, but torch sees no CUDA GPU here")
+    return parsed
 
 
 def resolve_dtype(dtype: Any) -> torch.dtype:

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from satsim.errors import SatsimError
 from satsim.model.architecture import Step, steps
-from satsim.model.spec import ModelSpec
+from satsim.model.spec import LayerNormSpec, ModelSpec
 from satsim.soft.model import SoftPass, SoftTransformer
 
 ARRANGEMENTS = ("post", "ln-of-branch")
@@ -36,9 +36,14 @@ class AuthorsTwin(SoftTransformer):
         if spec.norm != "post" or spec.ln_final is not None:
             raise SatsimError("the authors' model is built from a post-LN spec without a final "
                               "LayerNorm (every sublayer carries its own LayerNorm)")
+        if spec.residual is not True:
+            raise SatsimError("the authors' model keeps every skip connection: give a spec "
+                              "with residual true")
         super().__init__(spec, device=device, dtype=dtype)
         self.arrangement = arrangement
         self.multiplicative_mask = multiplicative_mask
+        # ln-of-branch: each step's LayerNorm, by the stream it writes, moved onto the branch
+        self.branch_norms: dict[str, LayerNormSpec | None] = {}
 
     def forward(self, tokens: Tensor, lengths: Tensor | None = None, **options: Any):
         """The soft twin's forward pass; sequences must share one length (no padding)."""
@@ -54,7 +59,9 @@ class AuthorsTwin(SoftTransformer):
         if self.arrangement == "post":
             return steps(self.spec)
         # LN(f(x)) + x: the norm moves from after the sum onto the branch's output (``add``).
-        return tuple(replace(step, norm_out=None) for step in steps(self.spec))
+        walk = steps(self.spec)
+        self.branch_norms = {step.out_name: step.norm_out for step in walk}
+        return tuple(replace(step, norm_out=None) for step in walk)
 
     def to_spec(self) -> ModelSpec:
         """Refuse: satsim has no limit theory for the authors' mask or LN(f(x)) + x."""
@@ -77,6 +84,4 @@ class _AuthorsPass(SoftPass):
         if self.model.arrangement == "post":
             return super().add(terms, step)
         x, y = terms
-        block = self.model.spec.blocks[step.layer]
-        ln = block.ln1 if step.branches[0].kind == "attn" else block.ln2
-        return self.norm(y, ln, step.norm_name) + x
+        return self.norm(y, self.model.branch_norms[step.out_name], step.norm_name) + x

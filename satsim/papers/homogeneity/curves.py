@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from satsim.papers.homogeneity.encoders import EncoderSizes, random_encoder
+from satsim.papers.homogeneity.encoders import EncoderSizes, arranged, random_encoder
 
 if TYPE_CHECKING:
+    from satsim.model.spec import ModelSpec
     from satsim.soft import SoftTransformer
 
 SCALES = tuple(float(c) for c in np.linspace(1, 10, 20))
@@ -57,14 +58,14 @@ class Curve:
         return asdict(self)
 
 
-def build_twin(variant: Variant, sizes: EncoderSizes, seed: int, device: str,
+def build_twin(variant: Variant, encoder: ModelSpec, seed: int, device: str,
                dtype: str) -> SoftTransformer:
-    """The soft twin (or the authors' variant of it) of the seed's random encoder."""
+    """The soft twin (or the authors' variant of it) of seed ``seed``'s random ``encoder``."""
     from satsim.papers.homogeneity.authors import AuthorsTwin
     from satsim.soft import SoftTransformer
 
     norm = "pre" if variant.arrangement == "pre" else "post"
-    spec = random_encoder(sizes, seed, norm=norm, causal=variant.mask != "bidirectional")
+    spec = arranged(encoder, seed, norm=norm, causal=variant.mask != "bidirectional")
     if variant.mask == "multiplicative" or variant.arrangement == "ln-of-branch":
         return AuthorsTwin(spec, arrangement=variant.arrangement, device=device, dtype=dtype,
                            multiplicative_mask=variant.mask == "multiplicative")
@@ -81,11 +82,16 @@ def random_sequences(sizes: EncoderSizes, seed: int) -> list[str]:
 def seed_curve(variant: Variant, sizes: EncoderSizes, seed: int,
                scales: Sequence[float] = SCALES,
                reference: float = REFERENCE_C, *, device: str = "auto",
-               dtype: str = "float64") -> list[float]:
-    """One seed's curve: pooled output cosine at each c against ``reference``."""
+               dtype: str = "float64", encoder: ModelSpec | None = None) -> list[float]:
+    """One seed's curve: pooled output cosine at each c against ``reference``.
+
+    ``encoder`` is the seed's random encoder when the caller has drawn it already.
+    """
     from satsim.analysis.measures import final_output, flat_cosine
 
-    twin = build_twin(variant, sizes, seed, device, dtype)
+    if encoder is None:
+        encoder = random_encoder(sizes, seed, norm="post", causal=True)
+    twin = build_twin(variant, encoder, seed, device, dtype)
     strings = random_sequences(sizes, seed)
 
     def output(c: float) -> np.ndarray:
@@ -104,15 +110,19 @@ def homogeneity_curves(protocol: str, seeds: int, sizes: EncoderSizes | None = N
         raise ValueError(f"unknown protocol {protocol!r}; known: {list(PROTOCOLS)}")
     if seeds < 1:
         raise ValueError("give at least one seed")
-    curves = []
-    for variant in PROTOCOLS[protocol]:
-        runs = []
-        for seed in range(first_seed, first_seed + seeds):
-            runs.append(seed_curve(variant, sizes, seed, device=device, dtype=dtype))
+    variants = PROTOCOLS[protocol]
+    runs: dict[Variant, list[list[float]]] = {variant: [] for variant in variants}
+    for seed in range(first_seed, first_seed + seeds):
+        encoder = random_encoder(sizes, seed, norm="post", causal=True)  # one draw per seed
+        for variant in variants:
+            runs[variant].append(seed_curve(variant, sizes, seed, device=device, dtype=dtype,
+                                            encoder=encoder))
             if on_curve is not None:
                 on_curve()
-        table = np.array(runs)
+    curves = []
+    for variant in variants:
+        table = np.array(runs[variant])
         curves.append(Curve(variant.arrangement, variant.mask, list(SCALES),
                             table.mean(axis=0).tolist(), table.min(axis=0).tolist(),
-                            table.max(axis=0).tolist(), runs))
+                            table.max(axis=0).tolist(), runs[variant]))
     return curves

@@ -9,7 +9,7 @@ weights depend on the seed only, so every arrangement of one seed shares them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -70,8 +70,17 @@ def random_encoder(sizes: EncoderSizes, seed: int, *, norm: str, causal: bool) -
                               W_out=linear(sizes.d_ff, sizes.d_ff, d),
                               b_out=linear(sizes.d_ff, d))
         blocks.append(BlockSpec(attn=attn, mlp=mlp, ln1=layer_norm(), ln2=layer_norm()))
-    return ModelSpec(
+    drawn = ModelSpec(
         vocab=vocab, W_E=W_E, blocks=tuple(blocks), output=OutputSpec(W_U=linear(d, d, 1)),
-        positional=PositionalSpec(kind="learned", W_pos=W_pos), norm=norm,
-        ln_final=layer_norm() if norm == "pre" else None,
-        name=f"random {norm}-LN encoder, seed {seed}")
+        positional=PositionalSpec(kind="learned", W_pos=W_pos), norm="post")
+    return arranged(drawn, seed, norm=norm, causal=causal)
+
+
+def arranged(encoder: ModelSpec, seed: int, *, norm: str, causal: bool) -> ModelSpec:
+    """Seed ``seed``'s ``encoder`` with LayerNorm placement ``norm`` and mask ``causal``."""
+    d = encoder.d_model
+    ln_final = LayerNormSpec(w=np.ones(d), b=np.zeros(d)) if norm == "pre" else None
+    blocks = tuple(replace(block, attn=replace(block.attn, causal=causal))
+                   for block in encoder.blocks)
+    return replace(encoder, blocks=blocks, norm=norm, ln_final=ln_final,
+                   name=f"random {norm}-LN encoder, seed {seed}")

@@ -14,16 +14,14 @@ CURVE_MAX_SCALE = 100.0  # c = 1000 stays in the data and tables, off the curves
 
 def write_figure(run: ProjectionRun, path: str | Path) -> str:
     """Draw the three panels into ``path`` (PNG); return the path written."""
-    import matplotlib
+    from matplotlib import rcParams
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(12, 9), constrained_layout=True)
+    fig = Figure(figsize=(12, 9), constrained_layout=True)
     grid = fig.add_gridspec(2, 2)
     panels = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]),
               fig.add_subplot(grid[1, :])]
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = rcParams["axes.prop_cycle"].by_key()["color"]
     for k, (name, runs) in enumerate(run.runs.items()):
         colour = colours[k % len(colours)]
         scales = np.array(runs[0].scales)
@@ -60,5 +58,4 @@ def write_figure(run: ProjectionRun, path: str | Path) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return str(path)

@@ -82,11 +82,10 @@ class SelfAttentionSublayer(nn.Module):
 class FeedForwardSublayer(nn.Module):
     """Position-wise ``W2 relu(W1 x)``, residual, LayerNorm."""
 
-    def __init__(self, hidden: int, bias: bool, residual: bool, width: int | None = None):
+    def __init__(self, hidden: int, bias: bool, residual: bool):
         super().__init__()
-        width = hidden if width is None else width
-        self.first = nn.Linear(hidden, width, bias=bias)
-        self.second = nn.Linear(width, hidden, bias=bias)
+        self.first = nn.Linear(hidden, hidden, bias=bias)
+        self.second = nn.Linear(hidden, hidden, bias=bias)
         self.norm = nn.LayerNorm(hidden)
         self.residual = residual
 

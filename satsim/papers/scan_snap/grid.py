@@ -175,7 +175,8 @@ def run_grid(grid: Grid, seeds: int = 10, *, iters: int = 100, batch: int = 128,
              epsilon: float = DEFAULT_EPSILON,
              on_step: Callable[[int], None] | None = None) -> GridResult:
     """Train every cell of ``grid`` for ``seeds`` seeds (all settings of one K in one batch)."""
-    from satsim.papers.scan_snap.train import Setting, resolve_device, train
+    from satsim.papers.scan_snap.train import Setting, train
+    from satsim.soft.device import resolve_device
 
     if seeds < 1:
         raise SatsimError(f"the number of seeds must be at least 1, got {seeds}")

@@ -20,6 +20,7 @@ from satsim.papers.scan_snap import measures
 from satsim.papers.scan_snap.data import Batch, Task, output_rows, sample_batch, targets
 from satsim.papers.scan_snap.model import run_losses
 from satsim.papers.scan_snap.sgd import BatchedSGD
+from satsim.soft.device import resolve_device
 
 MOMENTUM = 0.9
 """Momentum of both SGD optimisers (no weight decay)."""
@@ -73,21 +74,6 @@ class Runs:
     """Which outputs the decoder and the cross-entropy cover (see ``LOSSES``)."""
     z_history: np.ndarray | None = None
     """Z after every iteration, (C, S, T+1, K, L), when asked for."""
-
-
-def resolve_device(name: str) -> torch.device:
-    """Return the torch device for 'auto', 'cpu', 'cuda' or 'cuda:N'; SatsimError if unusable."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError):
-        raise SatsimError(f"unknown device {name!r}; use auto, cpu or cuda[:N]") from None
-    if device.type not in ("cpu", "cuda"):
-        raise SatsimError(f"unsupported device {name!r}; use auto, cpu or cuda[:N]")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise SatsimError(f"device {name!r} asked for, but CUDA is not available here")
-    return device
 
 
 def initial_parameters(task: Task, seed: int, zero: bool = False,
