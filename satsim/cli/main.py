@@ -107,13 +107,13 @@ def run_command(lang_name, model_path, task, attention, beta, atol, rtol, string
         _show_answers(simulator, strings, as_json)
         return
     from satsim.analysis.scoring import verdicts
+    from satsim.model.readout import answer_json
 
     for verdict in verdicts(simulator, language, strings):
         string, answer = verdict.string, verdict.answer
         if as_json:
-            shown_answer = [sorted(a) for a in answer] if isinstance(answer, list) else bool(answer)
             click.echo(json.dumps({"string": string if len(string) <= 1000 else None,
-                                   "length": len(string), "answer": shown_answer,
+                                   "length": len(string), "answer": answer_json(answer),
                                    "in_language": verdict.in_language,
                                    "correct": verdict.correct}))
         else:
