@@ -18,7 +18,7 @@ def predict(simulator: Simulator, strings: Sequence[str]) -> list:
     """The model's answer per string: accept/reject, or the list of next-symbol sets."""
     simulator.spec.require_language_task("scoring against a language")
     if simulator.spec.output.task == "recognition":
-        return list(simulator.accepts(strings))
+        return simulator.accepts(strings).tolist()
     return simulator.next_symbols(strings)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from satsim.engine.resources import check_memory, strings_bytes
 from satsim.errors import SatsimError
+from satsim.model.encoding import symbols_text
 from satsim.model.spec import ModelSpec
 
 
@@ -83,7 +84,6 @@ def sample_strings(spec: ModelSpec, language, n: int, max_len: int, seed: int,
         raise SatsimError("random inputs need --max-len of at least 1")
     rng = np.random.default_rng(seed)
     alphabet = list(spec.alphabet)
-    separator = "" if spec.character_symbols else " "
     shortest = max(min_len, 1)
-    return [separator.join(rng.choice(alphabet, int(rng.integers(shortest, max_len + 1))))
+    return [symbols_text(spec, rng.choice(alphabet, int(rng.integers(shortest, max_len + 1))))
             for _ in range(n)]

@@ -8,6 +8,7 @@ import numpy as np
 
 from satsim.engine.simulator import Trace
 from satsim.errors import SatsimError
+from satsim.model.encoding import symbols_text
 from satsim.model.readout import answer_json, answer_text, decode
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import PER_POSITION_TASKS, ModelSpec
@@ -99,7 +100,6 @@ def render_text(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> str
     lines = [f"string {trace.string!r} · model {spec.name} · attention {trace.settings.kind}",
              f"decision: {decision_text(spec, trace)}"]
     residual_index = 1
-    separator = "" if spec.character_symbols else " "
     for layer, block in enumerate(spec.blocks):
         if block.attn is not None:
             heads = trace.layers[layer]
@@ -111,8 +111,8 @@ def render_text(spec: ModelSpec, trace: Trace, roles: dict | None = None) -> str
                     ties = trace.tie_set(layer, head, i)
                     shown = compress_positions(ties)
                     if len(ties) <= 4:
-                        shown += " " + separator.join(token_mark(spec, trace.tokens[j])
-                                                      for j in ties)
+                        shown += " " + symbols_text(spec, [token_mark(spec, trace.tokens[j])
+                                                           for j in ties])
                     size, gap = heads.tie_size[head, i], heads.tie_gap[head, i]
                     lines.append(f"  {i:>5} {token:<5} ties {shown:<24} |S|={size:<5}"
                                  f" gap={gap:<9.3g} → {named_values(spec, wrote[head, i])}")

@@ -107,13 +107,13 @@ def run_command(lang_name, model_path, task, attention, beta, atol, rtol, string
         _show_answers(simulator, strings, as_json)
         return
     from satsim.analysis.scoring import verdicts
+    from satsim.model.readout import answer_json
 
     for verdict in verdicts(simulator, language, strings):
         string, answer = verdict.string, verdict.answer
         if as_json:
-            shown_answer = [sorted(a) for a in answer] if isinstance(answer, list) else bool(answer)
             click.echo(json.dumps({"string": string if len(string) <= 1000 else None,
-                                   "length": len(string), "answer": shown_answer,
+                                   "length": len(string), "answer": answer_json(answer),
                                    "in_language": verdict.in_language,
                                    "correct": verdict.correct}))
         else:
@@ -125,14 +125,13 @@ def run_command(lang_name, model_path, task, attention, beta, atol, rtol, string
 
 def _show_answers(simulator, strings, as_json: bool) -> None:
     """Print the model's decoded answer for each input, without an oracle."""
-    from satsim.model.encoding import input_length
+    from satsim.model.encoding import text_symbols
     from satsim.model.readout import answer_json, answer_text
 
-    ids = simulator.encode(list(strings))
-    for string, seq, answer in zip(strings, ids, simulator.outputs(list(strings))):
+    for string, answer in zip(strings, simulator.outputs(list(strings))):
         if as_json:
             click.echo(json.dumps({"string": string if len(string) <= 1000 else None,
-                                   "tokens": input_length(simulator.spec, seq),
+                                   "tokens": len(text_symbols(simulator.spec, string)),
                                    "answer": answer_json(answer)}))
         else:
             shown = string if len(string) <= 60 else f"{string[:28]}…{string[-28:]}"

@@ -196,14 +196,17 @@ class Simulator:
             return np.zeros((0, len(self.spec.output.labels)), self.spec.dtype), starts, lengths
         logits, status = forward_fused(self._fused(), ids, starts, lengths, self.settings,
                                        workers=numba.get_num_threads())
+        def ids_of(indices: np.ndarray) -> list[np.ndarray]:
+            return [ids[starts[i] : starts[i] + lengths[i]] for i in indices.tolist()]
+
         failed = np.flatnonzero(status == fused_kernels.OVERFLOWED)
         if failed.size:
-            self._run([strings[i] for i in failed], trace=False)
+            self._run_ids(ids_of(failed), trace=False)
             raise SatsimError("attention inputs are not finite or scores could overflow float64")
         long_general = np.flatnonzero(status == fused_kernels.LONG_GENERAL)
         if long_general.size:  # long strings with O(T²) heads: attention in parallel
             readout_last = self.spec.output.readout == "last"
-            runs = self._run([strings[i] for i in long_general], trace=False)
+            runs = self._run_ids(ids_of(long_general), trace=False)
             for s, (run, row, length) in zip(long_general.tolist(), runs):
                 if readout_last:
                     logits[s] = run.logits[row, length - 1]
@@ -224,9 +227,12 @@ class Simulator:
         if batch:
             yield batch
 
-    def _run(self, strings: Sequence[str], trace: bool) -> list[tuple[BatchRun, int, int]]:
+    def _run(self, strings: Sequence[Input], trace: bool) -> list[tuple[BatchRun, int, int]]:
         """Run all strings; return for each string its batch run, row and length."""
-        ids = self.encode(strings)
+        return self._run_ids(self.encode(strings), trace)
+
+    def _run_ids(self, ids: list[np.ndarray], trace: bool) -> list[tuple[BatchRun, int, int]]:
+        """Run encoded strings; return for each its batch run, row and length."""
         if not ids:
             return []
         self.check_memory(np.array([len(i) for i in ids]))
@@ -300,7 +306,7 @@ class Simulator:
         """Run inputs and keep, for each, every residual and every head's work."""
         out = []
         ids = self.encode(strings)
-        for index, (run, row, length) in enumerate(self._run(strings, trace=True)):
+        for index, (run, row, length) in enumerate(self._run_ids(ids, trace=True)):
             tokens = tuple(self.spec.vocab[i] for i in ids[index])
             string = input_text(self.spec, ids[index])
             computed = iter(run.layers)

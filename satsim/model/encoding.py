@@ -27,11 +27,25 @@ Input = str | Sequence[str] | Sequence[int] | np.ndarray
 """One input to a model: text, a sequence of tokens, or a sequence of integer token ids."""
 
 
+def text_symbols(spec: ModelSpec, text: str) -> Sequence[str]:
+    """The input symbols of ``text``: its characters when all are one character, else its words.
+
+    By character (the text itself) when every input symbol of the spec is one character, else
+    as whitespace-separated tokens. The one statement of how text reads.
+    """
+    return text if spec.character_symbols else text.split()
+
+
+def symbols_text(spec: ModelSpec, symbols: Sequence[str]) -> str:
+    """The text of ``symbols`` (the inverse of :func:`text_symbols`): joined bare or by spaces."""
+    return ("" if spec.character_symbols else " ").join(symbols)
+
+
 def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
     """Return a function input → int64 token ids (BOS/EOS added), for encoding many inputs.
 
-    The one statement of what an input is. Text (a ``str``) is read by character when every
-    input symbol of the spec is one character, else as whitespace-separated tokens; a sequence
+    The one statement of what an input is. Text (a ``str``) is read by :func:`text_symbols`
+    (by character when every input symbol is one character, else by whitespace); a sequence
     of strings is a sequence of tokens (vocab entries); a sequence of integers (or an integer
     array) is a sequence of token ids. BOS and EOS are the spec's to add, never the input's.
     """
@@ -83,7 +97,8 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
 
     def body_of(item: Input) -> np.ndarray:
         if isinstance(item, str):
-            return from_characters(item) if table is not None else from_tokens(item.split())
+            symbols = text_symbols(spec, item)
+            return from_characters(symbols) if table is not None else from_tokens(symbols)
         try:
             array = np.asarray(item)
         except ValueError:  # ragged nesting
@@ -120,7 +135,7 @@ def input_text(spec: ModelSpec, ids: np.ndarray) -> str:
     """The text form of encoded ``ids`` (BOS/EOS dropped): characters, or tokens with spaces."""
     start = spec.bos is not None
     body = [spec.vocab[i] for i in ids[start : start + input_length(spec, ids)]]
-    return ("" if spec.character_symbols else " ").join(body)
+    return symbols_text(spec, body)
 
 
 def positional_vectors(spec: ModelSpec, n: int) -> np.ndarray | None:

@@ -98,12 +98,12 @@ def check_plan(configs: list[dict], root: str | Path) -> None:
             raise SatsimError(f"{config.parent} holds a run with other settings than the plan's; "
                               "choose another --out")
         recorded = _recorded(root, planned["name"])
-        if recorded is not None and canonical_settings(_rowcanonical_settings(recorded)) != wanted:
+        if recorded is not None and canonical_settings(_row_settings(recorded)) != wanted:
             raise SatsimError(f"{root / 'results' / planned['name']}.json records a run with "
                               "other settings than the plan's; choose another --out")
 
 
-def _rowcanonical_settings(row: dict) -> dict:
+def _row_settings(row: dict) -> dict:
     """The training settings inside a result row."""
     return {key: row[key] for key in TrainConfig.__dataclass_fields__ if key in row}
 
