@@ -360,3 +360,16 @@ def test_bad_tolerances_are_refused_on_both_paths(use_fused):
     simulator = Simulator(constructions.build("dyck1"), atol=-1.0, rtol=5.0, fused=use_fused)
     with pytest.raises(SatsimError, match="tolerances need atol >= 0"):
         simulator.accepts(["()", ")("])
+
+
+@pytest.mark.parametrize("use_fused", [True, False])
+def test_logits_that_overflow_are_refused_not_read_as_a_decision(use_fused):
+    # A feed-forward that overflows float32 gives inf/NaN logits; NaN > 0 would read as reject.
+    spec = random_spec(0, dtype=np.float32, norm="none", positional="none")
+    last = spec.blocks[-1]
+    huge = dataclasses.replace(last.mlp, W_in=last.mlp.W_in * np.float32(1e30),
+                               W_out=last.mlp.W_out * np.float32(1e30))
+    spec = dataclasses.replace(spec, blocks=spec.blocks[:-1] + (
+        dataclasses.replace(last, mlp=huge),))
+    with pytest.raises(SatsimError, match="logits that are not finite"):
+        Simulator(spec, fused=use_fused).accepts(["abab", "b"])

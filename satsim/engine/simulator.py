@@ -212,7 +212,15 @@ class Simulator:
                     logits[s] = run.logits[row, length - 1]
                 else:
                     logits[starts[s] : starts[s] + length] = run.logits[row, :length]
+        self._check_finite(logits)
         return logits, starts, lengths
+
+    def _check_finite(self, logits: np.ndarray) -> None:
+        """Refuse logits that overflowed: a NaN or infinite logit decides nothing."""
+        if not np.isfinite(logits).all():
+            raise SatsimError(f"model {self.spec.name!r} gives logits that are not finite on "
+                              f"these inputs (an activation overflowed {self.spec.dtype}); "
+                              "use float64 or smaller weights")
 
     def _batches(self, ids: list[np.ndarray]) -> Iterator[list[int]]:
         """Group string indices of similar length so that padding stays small."""
@@ -271,6 +279,7 @@ class Simulator:
         out = []
         for run, row, length in self._run(strings, trace=False):
             per_position = run.logits[row, :length]
+            self._check_finite(per_position)
             out.append(per_position[-1] if readout_last else per_position)
         return out
 
