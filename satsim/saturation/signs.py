@@ -7,10 +7,11 @@ the same run checks, per string, the three places where a dropped lower-order te
 - a LayerNorm input row whose top-degree part is constant (it centres to zero): the direction
   comes from a lower degree;
 - a readout logit that is zero at the top degree: its sign comes from a lower degree;
-- a tie set of size > 1 whose keys' input rows differ, so that a lower-order score term that
-  splits it or weights its keys unequally moves the output. Where the tied input rows are equal,
-  their values agree at the top degree and any split leaves the output alone; a head whose keys
-  are all one row (W_K = 0) or whose queries are zero (W_Q = 0, no b_Q) never splits.
+- a tie set of size > 1 whose keys carry different values, so that a lower-order score term
+  that splits it or weights its keys unequally moves the output. Where the tied values agree
+  (to rounding: within VANISHING of the head's largest value), every weighting of them gives
+  the same mean; a head whose keys are all one row (W_K = 0) or whose queries are zero
+  (W_Q = 0, no b_Q) never splits.
 
 Strings flagged by any check are answered by the exact expansion
 (:func:`satsim.saturation.exact_limit`), which returns NaN where even it cannot decide.
@@ -23,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.engine.batch import LayerTrace, forward_batch
+from satsim.engine.batch import forward_batch
+from satsim.engine.kernels.tie_values import tie_value_spread
 from satsim.errors import SatsimError
-from satsim.model.architecture import Backend, Branch, counting_heads, steps
+from satsim.model.architecture import Backend, Branch, counting_heads
 from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encoder, positional_vectors
 from satsim.model.readout import next_symbol_sets
@@ -71,34 +73,6 @@ def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
     read off the source spec, whose biases the leading-order network may have dropped.
     """
     return [counting_heads(block.attn) for block in spec.blocks if block.attn is not None]
-
-
-def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.ndarray,
-                     causal: bool, scale: float, tolerance: tuple[float, float]) -> bool:
-    """Whether some tie set of one string holds keys whose input rows differ.
-
-    Keys with equal input rows have equal values at the top degree, so however lower-order terms
-    split or weight them, the top-degree output (their common value) is unchanged. Rows count
-    as equal only when they are equal bit for bit.
-    """
-    tied = live[:, None] & (layer.tie_size[:, :n] > 1)
-    if not tied.any():
-        return False
-    rows = np.ascontiguousarray(inputs[:n])
-    as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-    # Equal rows have equal keys: score each class of rows once, at its first position.
-    first = np.unique(as_bytes, return_index=True)[1]
-    atol, rtol = tolerance
-    for head in np.flatnonzero(tied.any(axis=1)):
-        queries = np.flatnonzero(tied[head])
-        scores = (layer.queries[head, queries] @ layer.keys[head, first].T) * scale
-        if causal:  # a class is allowed once its first row is
-            scores = np.where(first[None, :] <= queries[:, None], scores, -np.inf)
-        best = scores.max(axis=1, keepdims=True)
-        members = scores >= best - 2 * (atol + rtol * np.abs(best))
-        if (members.sum(axis=1) > 1).any():
-            return True
-    return False
 
 
 def _vanishing_rows(x: np.ndarray, bound: float, centre: bool = True) -> np.ndarray:
@@ -200,21 +174,15 @@ class _Checker:
             flat = _vanishing_rows(x, bound, ln.centred) & valid
             reasons[(reasons == "") & flat.any(axis=1)] = (
                 "a norm input vanishes (LayerNorm: centres to zero) at the top degree")
-        for index, (layer, inputs) in enumerate(zip(run.layers, self._attention_inputs(run))):
-            live = ~self.exempt[index]
-            tied = ((layer.tie_size > 1) & live[None, :, None] & valid[:, None, :]).any(axis=(1, 2))
-            for row in np.flatnonzero(tied & (reasons == "")):
-                trace = LayerTrace(*(getattr(layer, f)[row] for f in layer.__dataclass_fields__))
-                if _splittable_ties(trace, inputs[row], lengths[row], live, self.causal[index],
-                                    self.scales[index], self.tolerance):
-                    reasons[row] = (f"a tie set at attention layer {index} holds keys that "
-                                    "lower-order terms may tell apart")
+        atol, rtol = self.tolerance
+        for index, layer in enumerate(run.layers):
+            spread, magnitude = tie_value_spread(
+                layer.queries, layer.keys, layer.values, lengths, layer.tie_size,
+                ~self.exempt[index], self.causal[index], self.scales[index], atol, rtol, VANISHING)
+            differ = (spread > VANISHING * magnitude).any(axis=1)
+            reasons[differ & (reasons == "")] = (
+                f"a tie set at attention layer {index} holds keys whose values differ")
         return signs, list(reasons)
-
-    def _attention_inputs(self, run) -> list[np.ndarray]:
-        """The residual stream entering each attention sublayer (before its pre-LayerNorm)."""
-        return [run.residuals[index] for index, step in enumerate(steps(self.spec))
-                for branch in step.branches if branch.kind == "attn"]
 
 
 def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
