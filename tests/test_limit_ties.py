@@ -83,3 +83,39 @@ def test_ties_of_different_values_take_the_exact_path_and_equal_ones_do_not():
     split = limit_signs(zero_query(spec, 1), strings)
     assert split.exact.all()
     assert all("values differ" in reason for reason in split.reasons)
+
+
+def test_limit_tie_sizes_are_the_exact_expansions_wherever_a_tie_could_split():
+    from satsim.saturation import exact_limit
+    from satsim.saturation.signs import limit_tie_sizes
+
+    spec = zero_query(random_spec(5, norm="pre", positional="none", d_mlp=8), 1)
+    strings = ["a", "ab", "abba", "bbaab", "aaaaaa"]
+    got = limit_tie_sizes(spec, strings)
+    for string, layers in zip(strings, got):
+        want = [h.size for h in exact_limit(spec, string).heads]
+        assert [causal for _, causal in layers] == [True, True]
+        for (size, _), expected in zip(layers, want):
+            np.testing.assert_array_equal(size, expected)
+
+
+def test_satsim_roles_limit_gives_the_roles_of_the_limits_tie_sets(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from satsim import save_spec
+    from satsim.analysis.head_roles import roles_from_tie_sizes
+    from satsim.analysis.strings import sample_strings
+    from satsim.cli.main import cli
+    from satsim.saturation.signs import limit_tie_sizes
+
+    spec = zero_query(random_spec(5, norm="pre", positional="none", d_mlp=8), 1)
+    path = tmp_path / "model.safetensors"
+    save_spec(spec, path)
+    result = CliRunner().invoke(cli, ["roles", "--model", str(path), "-n", "6", "--max-len", "6",
+                                      "--limit", "--json"])
+    assert result.exit_code == 0, result.output
+    strings = sample_strings(spec, None, 6, 6, 0, min_len=6)
+    want = [r.to_dict() for r in roles_from_tie_sizes(limit_tie_sizes(spec, strings))]
+    assert json.loads(result.output) == want

@@ -36,6 +36,7 @@ from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.scaling import Rates
+from satsim.saturation.series import ORDERS
 
 VANISHING = 1e-9
 """Relative size below which a float64 leading-order quantity counts as zero at its degree."""
@@ -185,6 +186,39 @@ class _Checker:
         return signs, list(reasons)
 
 
+def batches(ids: Sequence[np.ndarray]) -> list[list[int]]:
+    """Indices of ``ids`` in batches of similar lengths.
+
+    A batch holds at most BATCH_TOKENS padded tokens, and its longest string is at most PADDING
+    times its shortest (plus 8 tokens).
+    """
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out, start = [], 0
+    while start < len(order):
+        stop = start + 1
+        shortest = len(ids[order[start]])
+        while (stop < len(order) and (stop - start + 1) * len(ids[order[stop]]) <= BATCH_TOKENS
+               and len(ids[order[stop]]) <= PADDING * shortest + 8):
+            stop += 1
+        out.append(order[start:stop])
+        start = stop
+    return out
+
+
+def first_orders(network: LeadingOrder) -> int:
+    """How many terms of each infinite series the exact expansion tries first.
+
+    The softmax weights need the scores down to degree 0 (then 1/c terms), i.e. ``top`` degrees
+    below their top degree, and the queries and keys as far below theirs: about 2·top + 1
+    terms of the norms' series before them. Fewer terms are cheaper; where they leave a sign
+    undetermined, :func:`limit_signs` tries again with every term (``ORDERS``).
+    """
+    graph = network.graph
+    tops = [graph.nodes[node]["degree"] for node in graph
+            if node.endswith(".hook_attn_scores")]
+    return min(ORDERS, 2 * max(tops, default=0) + 1)
+
+
 def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
                 ) -> LimitSigns:
     """Sign of every readout logit of each string as c → ∞ (NaN where undetermined).
@@ -204,23 +238,17 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     checker = _Checker(network)
     signs: list[np.ndarray | None] = [None] * len(ids)
     reasons = [""] * len(ids)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    start = 0
-    while start < len(order):
-        stop = start + 1
-        shortest = len(ids[order[start]])
-        while (stop < len(order) and (stop - start + 1) * len(ids[order[stop]]) <= BATCH_TOKENS
-               and len(ids[order[stop]]) <= PADDING * shortest + 8):
-            stop += 1
-        batch = order[start:stop]
+    for batch in batches(ids):
         got, why = checker.run([ids[i] for i in batch])
         for i, sign, reason in zip(batch, got, why):
             signs[i], reasons[i] = sign, reason
-        start = stop
     last = network.spec.output.readout == "last"
+    orders = first_orders(network)
     for i, reason in enumerate(reasons):
         if reason:
-            exact = exact_limit(network.source, strings[i]).logit_signs()
+            exact = exact_limit(network.source, strings[i], orders=orders).logit_signs()
+            if np.isnan(exact).any() and orders < ORDERS:
+                exact = exact_limit(network.source, strings[i]).logit_signs()
             signs[i] = exact[-1] if last else exact
     return LimitSigns(signs, np.array([bool(r) for r in reasons], dtype=bool), reasons)
 
@@ -268,19 +296,31 @@ def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None
 
     The leading-order run's sizes are the limit's where every tie set of a head that can split
     has one key (lower-order terms only ever split a tie set); other strings take the sizes of
-    the exact expansion (keys tied at every positive degree).
+    the exact expansion (keys tied at every positive degree), first with the terms that
+    :func:`first_orders` gives, and with every term where those leave a tie unresolved.
     """
     network = leading_order(spec.astype(np.float64), rates)
     encode = encoder(network.spec)
     exempt = exempt_heads(network.source)
+    causal = [b.attn.causal for b in spec.blocks if b.attn is not None]
+    orders = first_orders(network)
+    ids = [encode(s) for s in strings]
+    sizes: list[list[np.ndarray]] = [[] for _ in strings]
+    for batch in batches(ids):
+        run = forward_batch(network.spec, [ids[i] for i in batch],
+                            AttentionSettings("saturated"), trace=True)
+        for row, i in enumerate(batch):
+            n = len(ids[i])
+            leading = [layer.tie_size[row, :, :n] for layer in run.layers]
+            if not any((size[~free] > 1).any() for size, free in zip(leading, exempt)):
+                sizes[i] = leading
+                continue
+            heads = exact_limit(network.source, strings[i], orders=orders).heads
+            if orders < ORDERS and any(h.unresolved.any() for h in heads):
+                heads = exact_limit(network.source, strings[i]).heads
+            sizes[i] = [h.size for h in heads]
     out = []
-    for string in strings:
-        run = forward_batch(network.spec, [encode(string)], AttentionSettings("saturated"),
-                            trace=True)
-        split = any((layer.tie_size[0][~free] > 1).any()
-                    for layer, free in zip(run.layers, exempt))
-        sizes = ([h.size for h in exact_limit(network.source, string).heads] if split
-                 else [layer.tie_size[0] for layer in run.layers])
-        found = iter(zip(sizes, (b.attn.causal for b in spec.blocks if b.attn is not None)))
+    for per_layer in sizes:
+        found = iter(zip(per_layer, causal))
         out.append([None if block.attn is None else next(found) for block in spec.blocks])
     return out
