@@ -87,6 +87,49 @@ def _ratio_series(num, den, out, tol):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _class_weights(a, count, members, cand, top0, series, num, den, weights, shared, tol):
+    """Each candidate class's weight series in 1/c, for the score terms ``a`` (orders, classes).
+
+    exp(a_0 - top0 + Σ_m a_m u^m) per key, over the sum of it across every key. Where every
+    class has the same terms below degree 0 (no 1/c corrections, or equal ones), the
+    normalised series is computed once and scaled: it is linear in its numerator.
+    """
+    orders = a.shape[0]
+    same_tails = True
+    for idx in range(1, count):
+        for m in range(1, orders):
+            if not a[m, idx] == a[m, 0]:  # NaN: not the same
+                same_tails = False
+    if same_tails and count > 0:
+        for m in range(orders):
+            series[m] = a[m, 0]
+        _exp_series(series, shared)
+        total = 0.0
+        for idx in range(count):
+            total += members[cand[idx]] * math.exp(a[0, idx] - top0)
+        for m in range(orders):
+            den[m] = total * shared[m]
+        _ratio_series(shared, den, series, tol)
+        for idx in range(count):
+            base = math.exp(a[0, idx] - top0)
+            for m in range(orders):
+                weights[m, idx] = base * series[m]
+        return
+    for m in range(orders):
+        den[m] = 0.0
+    for idx in range(count):
+        for m in range(orders):
+            series[m] = a[m, idx]
+        _exp_series(series, weights[:, idx])
+        base = math.exp(a[0, idx] - top0)
+        for m in range(orders):
+            num[m, idx] = base * weights[m, idx]
+            den[m] += members[cand[idx]] * num[m, idx]
+    for idx in range(count):
+        _ratio_series(num[:, idx], den, weights[:, idx], tol)
+
+
+@numba.njit(cache=True, fastmath=False)
 def _classes_agree_below(cache, stamp, want, row, q, k, q_live, k_live, h, i, reps, cand, count,
                          first_gap, last_gap, scale, tol):
     """Whether the score coefficients ``first_gap`` to ``last_gap`` below the top agree.
@@ -168,11 +211,12 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
     n_lead = 0
     a = np.empty((orders, length))
     series = np.empty(orders)
+    shared = np.empty(orders)
     num = np.empty((orders, length))
     den = np.empty(orders)
     weights = np.empty((orders, length))
-    total = np.empty(features)
-    magnitude = np.empty(features)
+    total = np.empty((orders + terms - 1, features))
+    magnitude = np.empty((orders + terms - 1, features))
     gaps = score_top - min(score_low, 0) + 1
     key_classes = key_class.max() + 1
     query_classes = query_class.max() + 1
@@ -264,18 +308,9 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                     top0 = np.nan
                 elif not math.isnan(top0):
                     top0 = max(top0, a[0, idx])
-            for m in range(orders):
-                den[m] = 0.0
+            _class_weights(a, count, members, cand, top0, series, num, den, weights, shared,
+                           tol)
             for idx in range(count):
-                for m in range(orders):
-                    series[m] = a[m, idx]
-                _exp_series(series, weights[:, idx])
-                base = math.exp(a[0, idx] - top0)
-                for m in range(orders):
-                    num[m, idx] = base * weights[m, idx]
-                    den[m] += members[cand[idx]] * num[m, idx]
-            for idx in range(count):
-                _ratio_series(num[:, idx], den, weights[:, idx], tol)
                 if math.isnan(weights[0, idx]):
                     bad = True
             unresolved[h, i] = bad
@@ -299,22 +334,22 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                     for idx in range(count):
                         limit_mean += weights[0, idx] * sums[cand[idx], 0, c]
                     moved[h, i] = max(moved[h, i], abs(lead_mean - limit_mean))
+            total[:] = 0.0
+            magnitude[:] = 0.0
+            for m in range(orders):
+                for idx in range(count):
+                    w = weights[m, idx]
+                    if w == 0.0:  # a zero weight adds nothing, even beside an unknown value
+                        continue
+                    cls = cand[idx]
+                    for r in range(terms):
+                        if not v_live[r]:
+                            continue
+                        for c in range(features):
+                            total[m + r, c] += w * sums[cls, r, c]
+                            magnitude[m + r, c] += abs(w) * magnitudes[cls, r, c]
             for out in range(z.shape[0]):
                 for c in range(features):
-                    total[c] = 0.0
-                    magnitude[c] = 0.0
-                for m in range(max(0, out - terms + 1), min(out, orders - 1) + 1):
-                    r = out - m
-                    if not v_live[r]:
-                        continue
-                    for idx in range(count):
-                        w = weights[m, idx]
-                        if w == 0.0:
-                            continue
-                        cls = cand[idx]
-                        for c in range(features):
-                            total[c] += w * sums[cls, r, c]
-                            magnitude[c] += abs(w) * magnitudes[cls, r, c]
-                for c in range(features):
-                    z[out, h, i, c] = 0.0 if abs(total[c]) <= tol * magnitude[c] else total[c]
+                    value = total[out, c]
+                    z[out, h, i, c] = 0.0 if abs(value) <= tol * magnitude[out, c] else value
     return z, lead_size, size, split_at, unresolved, moved, lower_agree
