@@ -25,8 +25,9 @@ one runs) and is skipped when the time left under ``--budget-s`` is below what i
   causal, T 2048 and 8192, beside torch's SDPA in float32 and bfloat16; and its tie sets and
   outputs against the NumPy reference on exact integer ties at T 2048.
 
-Writes OUT/gpu_check.json after every stage and OUT/gpu_check.md (tables) at the end, plus
-OUT/pytest_cuda.txt and OUT/homogeneity_authors.png: four files. Prints progress as it goes.
+Prints progress as it goes and rewrites OUT/gpu_check.json and OUT/gpu_check.md (tables) with
+every line, so a run that is killed keeps what it measured; with OUT/pytest_cuda.txt and
+OUT/homogeneity_authors.png, four files.
 """
 
 from __future__ import annotations
@@ -106,18 +107,22 @@ class Run:
         return self.args.budget_s - self.elapsed() - RESERVE_S
 
     def log(self, message: str) -> None:
+        """Print progress, and write what is known so far (a killed run keeps it)."""
         print(f"[{self.elapsed():7.1f} s] {message}", flush=True)
+        self.save()
 
     def sync(self) -> None:
         if self.device is not None and self.device.type == "cuda":
             self.torch.cuda.synchronize()
 
     def save(self) -> None:
+        """Rewrite gpu_check.json and gpu_check.md with the results so far."""
         self.results["seconds"] = self.elapsed()
-        path = self.out / "gpu_check.json"
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(_plain(self.results), indent=1) + "\n")
-        os.replace(temporary, path)
+        for name, text in (("gpu_check.json", json.dumps(_plain(self.results), indent=1) + "\n"),
+                           ("gpu_check.md", markdown(self.results))):
+            temporary = self.out / f".{name}.tmp"
+            temporary.write_text(text)
+            os.replace(temporary, self.out / name)
 
 
 def _plain(value):
@@ -527,7 +532,7 @@ def run_stage(run: Run, name: str) -> None:
         raise StageTimeout(f"stopped after {cap:.0f} s")
 
     clock = time.perf_counter()
-    result = run.results["stages"][name] = {"status": "ok"}  # stages fill it as they go
+    result = run.results["stages"][name] = {"status": "running"}  # stages fill it as they go
     previous = signal.signal(signal.SIGALRM, over)
     signal.setitimer(signal.ITIMER_REAL, cap + (5.0 if name == "tests" else 0.0))
     try:
@@ -540,6 +545,8 @@ def run_stage(run: Run, name: str) -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if result["status"] == "running":
+        result["status"] = "ok"
     result["seconds"] = time.perf_counter() - clock
     run.log(f"{name}: {result['status']} in {result['seconds']:.1f} s"
             + (f": {result['error']}" if "error" in result else ""))
@@ -596,7 +603,6 @@ def main() -> int:
     run.save()
     for name in stages:
         run_stage(run, name)
-    (run.out / "gpu_check.md").write_text(markdown(run.results))
     run.save()
     run.log(f"done; wrote {run.out / 'gpu_check.json'} and {run.out / 'gpu_check.md'}")
     return 0 if all(s["status"] == "ok" for s in run.results["stages"].values()) else 1
@@ -614,8 +620,12 @@ def markdown(results: dict) -> str:
              f"{'--quick, ' if results['quick'] else ''}{results.get('seconds', 0):.0f} s in all.",
              "", "| stage | status | seconds | result |", "| --- | --- | ---: | --- |"]
     for name, stage in results["stages"].items():
+        try:
+            summary = _summary(name, stage)
+        except (KeyError, IndexError, TypeError):  # still running, or stopped early
+            summary = ""
         lines.append(f"| {name} | {stage['status']} | {stage.get('seconds', 0):.1f} | "
-                     f"{_summary(name, stage)} |")
+                     f"{summary} |")
     for name, stage in results["stages"].items():
         try:
             table = TABLES[name](stage) if name in TABLES else []
@@ -661,14 +671,16 @@ def _throughput_table(stage: dict) -> list[str]:
                            for m in models)
         lines.append(f"| {row['min_len']}–{row['max_len']} | {row['strings']} | "
                      f"{row['tokens']:,} | {cells} |")
-    forward = stage["forward_only"]
+    forward = stage.get("forward_only", {})
+    if not forward.get("models"):
+        return lines
     lines += ["", f"| forward pass alone, {forward['strings']} Dyck-1 words × "
               f"{forward['length']} | float32 tok/s (SDPA kernel) | bfloat16 autocast tok/s "
               "(SDPA kernel) |", "| --- | ---: | ---: |"]
     for model, rows in forward["models"].items():
         cells = " | ".join(f"{rows[name]['tokens_per_second']:,.0f} "
-                           f"({', '.join(rows[name]['sdpa_kernels'])})"
-                           for name in ("float32", "bfloat16 autocast"))
+                           f"({', '.join(rows[name]['sdpa_kernels'])})" if name in rows
+                           else "not run" for name in ("float32", "bfloat16 autocast"))
         lines.append(f"| {model} | {cells} |")
     return lines
 
