@@ -413,9 +413,13 @@ def stage_homogeneity(run: Run, cap: float, result: dict) -> None:
                     f"{max(gaps):.2e}")
     try:
         plot_curves(curves, str(run.out / "homogeneity_authors.png"),
-                    f"Figure 5, authors' protocol, {seeds} seeds, float64 on {run.device}")
+                    f"Figure 5, authors' protocol, {_seeds(seeds)}, float64 on {run.device}")
     except ImportError as missing:
         result["plot"] = f"not drawn: {missing}"
+
+
+def _seeds(count: int) -> str:
+    return f"{count} seed" + ("" if count == 1 else "s")
 
 
 # --- stage (e): exact saturated attention beside SDPA ---------------------------------------------
@@ -650,7 +654,7 @@ def _summary(name: str, stage: dict) -> str:
                 f"{stage['instrumented']['steps_per_second']:.1f} instrumented")
     if name == "homogeneity":
         gap = stage.get("max_abs_difference_from_cpu_run")
-        return f"{stage['seeds']} seeds" + ("" if gap is None else f", ≤ {gap:.1e} from CPU")
+        return _seeds(stage["seeds"]) + ("" if gap is None else f", ≤ {gap:.1e} from CPU")
     if name == "attention":
         check = stage["exact_check"]
         return (f"tie sets {'equal' if check['tie_sets_equal'] else 'DIFFER'} to the reference "
@@ -701,7 +705,7 @@ def _training_table(stage: dict) -> list[str]:
 
 def _homogeneity_table(stage: dict) -> list[str]:
     curves = stage["curves"]
-    lines = [f"Homogeneity, authors' protocol, {stage['seeds']} seeds, float64: mean [min, max] "
+    lines = [f"Homogeneity, authors' protocol, {_seeds(stage['seeds'])}, float64: mean [min, max] "
              "of the pooled output cosine against c = 1000.", "",
              "| c | " + " | ".join(f"{c['arrangement']}, {c['mask']}" for c in curves) + " |",
              "| ---: |" + " --- |" * len(curves)]
