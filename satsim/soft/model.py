@@ -3,9 +3,10 @@
 Parameters are registered under the spec's own tensor names (``blocks.0.attn.W_Q``), so
 ``state_dict()`` and ``spec.tensors()`` agree key for key and ``to_spec`` returns the same bits.
 The forward pass is the reference semantics of :mod:`satsim.reference.forward`, batched with
-padding; activations are cached under TransformerLens hook names. Without a cache, attention is
-one call of torch's ``scaled_dot_product_attention``, which runs a fused kernel (flash,
-memory-efficient) where one applies and never holds the T×T score matrix then.
+padding; activations are cached under TransformerLens hook names. Without a cache and without
+gradients (evaluation), attention is one call of torch's ``scaled_dot_product_attention``, which
+runs a fused kernel (flash, memory-efficient) where one applies and never holds the T×T score
+matrix then.
 """
 
 from __future__ import annotations
@@ -314,8 +315,13 @@ class SoftPass(Backend[Tensor]):
         return self.hook(branch.out_name, out if attn.get("b_O") is None else out + attn.b_O)
 
     def fused_softmax(self) -> bool:
-        """Whether attention may run as one fused call: no scores or pattern to cache."""
-        return self.hooks is None
+        """Whether attention may run as one fused call: no scores or pattern to cache, no grad.
+
+        Training keeps the written-out softmax: a fused kernel sums in another order, and in
+        float32 a different rounding sends training down another trajectory, so documented
+        runs (README, bench/results) would no longer reproduce.
+        """
+        return self.hooks is None and not torch.is_grad_enabled()
 
     def fused_attention(self, q: Tensor, k: Tensor, v: Tensor, factor: float,
                         causal: bool) -> Tensor:
