@@ -99,7 +99,7 @@ ARITHMETIC = AnswerLanguage(
     "modular-arithmetic",
     dfa_graph(DIGITS + "+-*=", ("num", 0, 1), _arith_step, lambda q: q == ("done",)),
     "an expression over 0-4 with + - * (usual precedence), then = and its value mod 5",
-    (DELETANG, BUTOI_FLARE),
+    (DELETANG,),
     "regular (not star-free)",
 )
 ARITHMETIC.separator = "="

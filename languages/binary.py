@@ -23,6 +23,7 @@ Every rejection redraws from the start, so the kept strings are exactly uniform.
 from __future__ import annotations
 
 import re
+from abc import abstractmethod
 from collections.abc import Callable
 from functools import cache, lru_cache
 from math import comb, isqrt
@@ -71,9 +72,9 @@ class BinaryLanguage(Answered):
         self.shortest_answered = 5 if operator else 3
         self.length_note = f"its strings have at least {self.shortest_answered} symbols"
 
+    @abstractmethod
     def value(self, *arguments: int) -> int:
-        """The number the answer must be."""
-        raise NotImplementedError
+        """Return the number the answer must be."""
 
     def answer(self, text: str) -> str:
         """Return the answer for input ``text``, without padding."""
@@ -126,9 +127,9 @@ class BinaryLanguage(Answered):
             if drawn is not None:
                 return drawn
 
+    @abstractmethod
     def _candidate(self, length: int, rng: np.random.Generator) -> str | None:
         """One draw of the uniform proposal: the positive, or None when it is rejected."""
-        raise NotImplementedError
 
     def _write(self, arguments: tuple[tuple[int, int], ...], result: int, width: int) -> str:
         """The string of (value, width) arguments and the result padded to ``width``."""

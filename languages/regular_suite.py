@@ -12,12 +12,12 @@ from languages.regular import RegularLanguage, dfa_graph
 
 
 def _parity(name: str, odd: int, what: str) -> RegularLanguage:
-    """Binary strings whose number of 1s has parity ``odd``."""
+    """Binary strings whose number of 1s has parity ``odd`` (FLaRe's parity is the odd one)."""
     return RegularLanguage(
         name,
         dfa_graph("01", 0, lambda q, a: q ^ (a == "1"), lambda q: q == odd),
         f"binary strings with {what} number of 1s",
-        (HAHN, BHATTAMISHRA, CHIANG, DELETANG),
+        (HAHN, BHATTAMISHRA, CHIANG, DELETANG, *((BUTOI_FLARE,) if odd else ())),
         "regular",
     )
 

@@ -70,14 +70,19 @@ def cycle(s):
     return (s.count("R") - s.count("L")) % 5 == int(s[-1])
 
 
+def left_to_right(expression):
+    """The value mod 5 of digits and operators taken in order, with no precedence."""
+    value = int(expression[0])
+    for op, digit in zip(expression[1::2], expression[2::2]):
+        value = eval(f"{value}{op}{digit}") % 5  # noqa: S307 (two digits and an operator)
+    return value
+
+
 def modular_left_to_right(s):
     if not re.fullmatch(r"[0-4]([-+*][0-4])*=[0-4]", s):
         return False
     expression, answer = s.split("=")
-    value = int(expression[0])
-    for op, digit in zip(expression[1::2], expression[2::2]):
-        value = eval(f"{value}{op}{digit}") % 5  # noqa: S307 (two digits and an operator)
-    return value == int(answer)
+    return left_to_right(expression) == int(answer)
 
 
 def stack_program(s):
@@ -253,14 +258,14 @@ def members(name, max_len):
             for s in all_strings("LRS", max_len - 1)
         ]
     if name.startswith("modular-arithmetic"):
-        return [
-            s
-            for n in range(0, (max_len - 3) // 2 + 1)
-            for digits in itertools.product("01234", repeat=n + 1)
-            for ops in itertools.product("+-*", repeat=n)
-            for answer in "01234"
-            if ref(s := digits[0] + "".join(o + d for o, d in zip(ops, digits[1:])) + "=" + answer)
-        ]
+        value = left_to_right if name.endswith("simple") else lambda e: eval(e) % 5  # noqa: S307
+        out = []
+        for n in range(0, (max_len - 3) // 2 + 1):
+            for digits in itertools.product("01234", repeat=n + 1):
+                for ops in itertools.product("+-*", repeat=n):
+                    e = digits[0] + "".join(o + d for o, d in zip(ops, digits[1:]))
+                    out.append(f"{e}={value(e)}")
+        return out
     if name in TRANSFORMS:
         return [w + "#" + TRANSFORMS[name](w)
                 for w in all_strings(WORD_SYMBOLS[name], (max_len - 1) // 2)]
@@ -282,17 +287,15 @@ def stack_members(max_len):
     out = []
 
     def grow(program, stack):
-        answer = "".join(reversed(stack))
-        if len(program) + 1 + len(answer) <= max_len:
-            out.append(program + "#" + answer)
-        if len(program) + 1 + len(stack) >= max_len:  # one more operation cannot fit
+        if len(program) + 1 + len(stack) > max_len:  # a pop keeps the length, a push adds 3
             return
+        out.append(program + "#" + "".join(reversed(stack)))
         for bit in "01":
             grow(program + "+" + bit, stack + [bit])
         if stack:
             grow(program + "-", stack[:-1])
 
-    for initial in all_strings("01", max_len - 1):
+    for initial in all_strings("01", (max_len - 1) // 2):
         grow(initial, list(initial))
     return out
 
