@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +37,8 @@ from languages.registry import get
 TRAIN = "train"
 """satsim's name for the split at a FLaRe folder's root."""
 SPLITS = "datasets"
-FILES = ("main.tok", "labels.txt", "next-symbols.jsonl", "num-edits.txt",
-         "log-probabilities.txt", "edit-distances.txt", "sources.txt")
 MANIFEST = "satsim.json"
-REPOSITORY = "rycolab/neural-network-recognizers"
-HAND_PICKED = "src/recognizers/hand_picked_languages/"
+DEFINITIONS = "rycolab/neural-network-recognizers: src/recognizers/hand_picked_languages/"
 
 
 @dataclass(frozen=True)
@@ -48,9 +47,14 @@ class FlareLanguage:
 
     name: str
     language: str
-    source: str
+    file: str  # FLaRe's definition, in DEFINITIONS
     difference: str = ""
     tokens: dict[str, str] = field(default_factory=dict)  # satsim symbol -> FLaRe token
+
+    @property
+    def source(self) -> str:
+        """Where FLaRe defines the language: repository and path."""
+        return DEFINITIONS + self.file
 
 
 FLARE = {entry.name: entry for entry in (
@@ -92,7 +96,7 @@ FLARE = {entry.name: entry for entry in (
                   "rounds through a float, wrong for x of more than about 52 bits"),
     FlareLanguage("bucket-sort", "bucket-sort", "bucket_sort.py"),
 )}
-"""FLaRe's eighteen languages by FLaRe name; ``source`` is a file of HAND_PICKED."""
+"""FLaRe's eighteen languages by FLaRe name."""
 
 
 class Tokens:
@@ -274,14 +278,32 @@ def read_dataset(root: str | Path, language: Language) -> dict[str, FlareSplit]:
     return {name: read_split(folder, language) for name, folder in split_folders(root).items()}
 
 
-def write_dataset(root: str | Path, splits: dict[str, FlareSplit], language: Language) -> None:
-    """Write splits in FLaRe's layout ("train" or a lone split at the root) and satsim.json."""
+def check_new_folder(root: str | Path) -> Path:
+    """``root`` as a Path, if a dataset can be written there (LanguageError if it is not empty)."""
     root = Path(root)
-    for name, split in splits.items():
-        at_root = name == TRAIN or len(splits) == 1
-        write_split(root if at_root else root / SPLITS / name, split, language)
-    manifest = json.dumps({"language": language.name, "splits": list(splits)}) + "\n"
-    _write_lines(root / MANIFEST, manifest.splitlines())
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise LanguageError(f"{root} is not an empty folder; write the dataset to a new one")
+    return root
+
+
+def write_dataset(root: str | Path, splits: dict[str, FlareSplit], language: Language) -> None:
+    """Write splits in FLaRe's layout ("train" or a lone split at the root) and satsim.json.
+
+    ``root`` must be new or empty: the folder is written beside it and renamed into place, so
+    it is whole or absent, never a mix with an older dataset's splits.
+    """
+    root = check_new_folder(root)
+    partial = root.with_name(f".{root.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        for name, split in splits.items():
+            at_root = name == TRAIN or len(splits) == 1
+            write_split(partial if at_root else partial / SPLITS / name, split, language)
+        manifest = json.dumps({"language": language.name, "splits": list(splits)})
+        _write_lines(partial / MANIFEST, [manifest])
+        os.replace(partial, root)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def folder_language(root: str | Path) -> Language:
@@ -310,6 +332,12 @@ def dataset_digest(root: str | Path) -> str:
             digest.update(f"{name}/{file}\0".encode())
             digest.update(path.read_bytes() if path.is_file() else b"\0absent")
     return digest.hexdigest()
+
+
+def label_disagreements(language: Language, split: FlareSplit) -> list[int]:
+    """The indices of the strings whose label is not the oracle's (FLaRe: compute-sqrt's test)."""
+    return [i for i, (s, label) in enumerate(zip(split.strings, split.labels))
+            if language.contains(s) != label]
 
 
 EDIT_SOURCES = frozenset({*EDITS, *(f"boundary-{e}" for e in EDITS)})

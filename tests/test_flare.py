@@ -77,8 +77,8 @@ def test_flare_labels_agree_with_the_oracle_and_the_reference(name):
 def test_flare_float_square_roots_are_in_the_fixture():
     lang = language_of("compute-sqrt")
     test = flare.read_split(FIXTURE / "compute-sqrt" / "datasets" / "test", lang)
-    wrong = [s for s, label in zip(test.strings, test.labels) if label and not lang.contains(s)]
-    assert len(wrong) == 3
+    assert flare.label_disagreements(lang, test) == [5, 6, 7]  # FLaRe's lines 6 to 8
+    assert all(test.labels[i] for i in (5, 6, 7))
 
 
 @pytest.mark.parametrize("name", FOLDERS)
@@ -161,3 +161,18 @@ def test_folders_without_a_known_language_are_refused(tmp_path):
         flare.read_split(tmp_path, languages.get("first"))
     with pytest.raises(LanguageError, match="holds no main.tok"):
         flare.read_split(tmp_path / "datasets", languages.get("first"))
+
+
+def test_a_dataset_is_written_whole_into_a_new_folder_only(tmp_path):
+    lang = languages.get("first")
+    splits = {"train": flare.FlareSplit(["1", "0"], [True, False], [lang.next_symbols("1")],
+                                        [None])}
+    flare.write_dataset(tmp_path / "new", splits, lang)
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == [
+        "labels.txt", "main.tok", "next-symbols.jsonl", "num-edits.txt", "satsim.json"]
+    with pytest.raises(LanguageError, match="is not an empty folder"):
+        flare.write_dataset(tmp_path / "new", splits, lang)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new"]  # nothing half-written beside
+    result = CliRunner().invoke(cli, ["sample", "--lang", "first", "--flare",
+                                      str(tmp_path / "new")], standalone_mode=False)
+    assert isinstance(result.exception, LanguageError)

@@ -86,6 +86,9 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
         if out_path or as_json or task == "transduction":
             raise SatsimError("--flare writes a folder of strings and labels: leave out --out, "
                               "--json and --task transduction")
+        from languages.flare import check_new_folder
+
+        check_new_folder(flare_dir)
         with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
                                hidden=total * longest < PROGRESS_FROM) as bar:
             rows = list(datasets.build(language, n, preset=preset, min_len=min_len,
