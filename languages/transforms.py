@@ -51,7 +51,7 @@ class MarkedTransform(Answered):
         self.kind = kind
         self.references = (DELETANG, BUTOI_FLARE)
         self.shortest_answered = 3
-        self.confusion, self._confuse, self._confusion_from = confusion
+        self.confusion, self._confuse, self._confusion_shortest_word = confusion
         self.negative_labels = (*GENERIC, "wrong-answer", self.confusion)
 
     def answer(self, text: str) -> str:
@@ -100,7 +100,7 @@ class MarkedTransform(Answered):
 
     def _can(self, label: str, length: int) -> bool:
         if label == self.confusion:
-            return length % 2 == 1 and length // 2 >= self._confusion_from
+            return length % 2 == 1 and length // 2 >= self._confusion_shortest_word
         return super()._can(label, length)
 
     def _negatives(self, label: str, lengths: np.ndarray,
