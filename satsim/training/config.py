@@ -45,6 +45,8 @@ class TrainConfig:
     probe_size: int = 16
     device: str = "auto"
     dtype: str = "float32"
+    data: str = ""  # a FLaRe-format dataset folder to train on instead of sampling the split
+    data_digest: str = ""  # its contents when the run started (a changed folder is refused)
 
     def __post_init__(self) -> None:
         choices = {"optimizer": OPTIMIZERS, "norm": NORMS, "positional": POSITIONALS,
@@ -66,6 +68,8 @@ class TrainConfig:
             if not (isinstance(value, (int, float)) and value >= 0 and value == value
                     and value != float("inf")):
                 raise SatsimError(f"{name} must be a finite number ≥ 0, got {value!r}")
+        if not isinstance(self.data, str) or not isinstance(self.data_digest, str):
+            raise SatsimError("data and data_digest must be strings (a folder, its digest)")
         from languages.datasets import PRESETS
 
         if self.split not in PRESETS:
