@@ -107,8 +107,9 @@ class SoftTransformer(nn.Module):
         tensors = spec.tensors()
 
         def bag(prefix: str) -> _Tensors:
-            return _Tensors({name[len(prefix) + 1:]: torch.tensor(np.array(array), dtype=dtype,
-                                                                  device=device)
+            # np.array: a writable copy of the read-only spec array, which as_tensor then shares
+            return _Tensors({name[len(prefix) + 1:]: torch.as_tensor(np.array(array), dtype=dtype,
+                                                                     device=device)
                              for name, array in tensors.items() if name.startswith(prefix + ".")})
 
         self.embed = bag("embed")
