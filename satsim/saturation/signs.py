@@ -208,12 +208,17 @@ def batches(ids: Sequence[np.ndarray]) -> list[list[int]]:
 def first_orders(network: LeadingOrder) -> int:
     """How many terms of each infinite series the exact expansion tries first.
 
-    The softmax weights need the scores down to degree 0 (then 1/c terms), i.e. ``top`` degrees
-    below their top degree, and the queries and keys as far below theirs: about 2·top + 1
-    terms of the norms' series before them. Fewer terms are cheaper; where they leave a sign
-    undetermined, :func:`limit_signs` tries again with every term (``ORDERS``).
+    Without norms every activation is a polynomial in c, kept whole, and the only infinite
+    series are the softmax weights in 1/c, whose terms below degree 0 matter only where a later
+    tie or sign needs the outputs' lower degrees: one term first. With norms, the softmax
+    weights need the scores down to degree 0, i.e. ``top`` degrees below their top degree, and
+    the queries and keys as far below theirs: about 2·top + 1 terms of the norms' series. Fewer
+    terms are cheaper; where they leave a sign undetermined, :func:`limit_signs` tries again
+    with every term (``ORDERS``).
     """
     graph = network.graph
+    if not any(graph.nodes[node]["op"] in ("layernorm", "rmsnorm") for node in graph):
+        return 1
     tops = [graph.nodes[node]["degree"] for node in graph
             if node.endswith(".hook_attn_scores")]
     return min(ORDERS, 2 * max(tops, default=0) + 1)
