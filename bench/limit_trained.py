@@ -25,6 +25,7 @@ undetermined strings (at most 5 %).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -38,7 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
-from _common import machine, write  # noqa: E402
+from _common import RESULTS, machine, write  # noqa: E402
 
 import languages  # noqa: E402
 from satsim.analysis.strings import test_set  # noqa: E402
@@ -188,9 +189,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--agreement-strings", type=int, default=60)
     parser.add_argument("--models", nargs="*", default=list(FIXTURES), choices=list(FIXTURES))
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other models' entries of the results file (re-measure some)")
     args = parser.parse_args()
     import_torch().set_num_threads(1)
     results = {"machine": machine(), "threads": 1, "models": {}}
+    if args.merge and (RESULTS / "limit_trained.json").exists():
+        earlier = json.loads((RESULTS / "limit_trained.json").read_text())
+        results["models"] = earlier["models"]
+        results["earlier_runs"] = earlier.get("earlier_runs", []) + [
+            {key: earlier[key] for key in ("machine", "machine_after") if key in earlier}]
     for stem in args.models:
         lang = FIXTURES[stem]
         path = MODELS / f"{stem}.safetensors"
@@ -201,7 +209,8 @@ def main() -> None:
         rows = cost(spec, language, args.strings, args.repeats)
         agree = agreement(spec, language, args.agreement_strings)
         print(f"  agreement: {agree}", flush=True)
-        results["models"][stem] = {"cost": rows, "agreement": agree}
+        results["models"][stem] = {"cost": rows, "agreement": agree,
+                                   "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     results["machine_after"] = machine()
     print(f"wrote {write('limit_trained', results)}")
 
