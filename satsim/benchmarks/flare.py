@@ -397,6 +397,15 @@ def check_manifest(root: Path, manifest: dict) -> None:
                           "with its own options, or choose another --out")
 
 
+def check_folder(configs: list[dict], manifest: dict, root: str | Path) -> None:
+    """Refuse, before anything is written, a folder that holds another benchmark or sweep."""
+    from satsim.training.sweep import check_plan
+
+    root = Path(root).resolve()
+    check_manifest(root, manifest)
+    check_plan(configs, root)
+
+
 def _write(path: Path, text: str) -> None:
     replace_atomically(lambda tmp: tmp.write_text(text), path)
 
@@ -415,16 +424,17 @@ def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engi
     model, plan order, no wall-clock times), ``languages.jsonl`` (aggregates) and
     ``constructions.jsonl``. ``on_row`` hears each model's row as it is recorded or found.
     """
-    from satsim.training.sweep import check_plan, run_sweep
+    from satsim.training.sweep import run_sweep
 
     root = Path(root).resolve()
-    check_manifest(root, manifest)
-    check_plan(configs, root)
+    check_folder(configs, manifest, root)
     root.mkdir(parents=True, exist_ok=True)
     if not (root / MANIFEST).exists():
         _write(root / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     rows = run_sweep(configs, root, jobs=jobs, engine=engine, ray_options=ray_options,
                      on_result=on_row, worker=run_model)
+    rows = [row if "language" in row else {**row, **planned["model"]}  # Ray gave up on it
+            for planned, row in zip(configs, rows)]
     models = [table_row(row) for row in rows]
     evaluation = manifest["evaluation"]
     languages = aggregate(models, manifest["languages"], evaluation)

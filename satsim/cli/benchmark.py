@@ -67,6 +67,7 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     configs = flare.plan(chosen, languages, trials or chosen.trials, overrides, n)
     manifest = flare.manifest_for(chosen, languages, configs, overrides)
     ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
+    flare.check_folder(configs, manifest, out)
     if plot_path is not None:
         import matplotlib  # noqa: F401  (a missing extra is reported before any training)
 
