@@ -337,21 +337,23 @@ def aggregate(rows: Sequence[dict], languages: Sequence[str], evaluation: dict) 
 
 
 def construction_rows(languages: Sequence[str], evaluation: dict) -> list[dict]:
-    """The hand-built constructions of FLaRe's languages, saturated, on the same test strings."""
+    """Every hand-built construction, saturated, per bin (as ``satsim eval --lang L`` scores it).
+
+    ``language`` names the benchmark's FLaRe language the construction recognises (its models
+    saw the same test strings), or is None for a language outside the benchmark.
+    """
     import languages as registry
     from satsim import constructions
     from satsim.analysis.evaluation import evaluate
     from satsim.engine.simulator import Simulator
 
+    flare_name = {FLARE[language].language: language for language in languages}
     out = []
-    for language in languages:
-        name = FLARE[language].language
-        if name not in constructions.names():
-            continue
+    for name in constructions.names():
         report = evaluate(Simulator(constructions.build(name)), registry.get(name),
                           [tuple(b) for b in evaluation["bins"]], evaluation["n"],
                           evaluation["seed"])
-        out.append({"language": language, "construction": name,
+        out.append({"language": flare_name.get(name), "construction": name,
                     "bins": [{"min_len": b.min_len, "max_len": b.max_len, "n": b.n,
                               "accuracy": b.accuracy} for b in report.bins]})
     return out

@@ -9,8 +9,8 @@ from pathlib import Path
 from satsim.benchmarks.flare import columns, scale_column
 from satsim.benchmarks.tables import bin_label
 
-PANELS_PER_ROW = 6
-HEADER = 0.9
+PANELS_PER_ROW = 7
+HEADER = 0.75
 """Inches above the panels for the title and the legend."""
 
 
@@ -29,8 +29,11 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
     evaluation = manifest["evaluation"]
     bins = evaluation["bins"]
     x = list(range(len(bins)))
-    rows = math.ceil(len(languages) / PANELS_PER_ROW)
-    cols = min(PANELS_PER_ROW, len(languages))
+    built = {row["language"]: row for row in constructions if row["language"]}
+    others = [row for row in constructions if not row["language"]]
+    panels = len(languages) + bool(others)
+    rows = math.ceil(panels / PANELS_PER_ROW)
+    cols = min(PANELS_PER_ROW, panels)
     width, height = max(2.6 * cols, 10.0), 2.3 * rows + HEADER
     figure, axes = plt.subplots(rows, cols, figsize=(width, height), sharex=True, sharey=True,
                                 squeeze=False)
@@ -40,7 +43,6 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
     for c, colour in zip(evaluation["scales"], faded):
         styles[scale_column(c)] = dict(color=colour, marker=".", lw=1, ls="--",
                                        label=f"soft at {c:g}θ")
-    built = {row["language"]: row for row in constructions}
     for ax, entry in zip(axes.flat, languages):
         for column in columns(evaluation):
             cells = [cell[column] for cell in entry["bins"]]
@@ -60,14 +62,12 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
             row = built[entry["language"]]
             ax.plot(x, [b["accuracy"] for b in row["bins"]], "k*", ms=11,
                     label="construction (saturated)")
-        ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         undetermined = sum(cell["undetermined"] for cell in entry["bins"])
         title = entry["language"] + (f"\n{undetermined} undetermined" if undetermined else "")
-        ax.set_title(title, fontsize=9)
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xticks(x, [bin_label(*b) for b in bins], fontsize=7)
-        ax.tick_params(axis="y", labelsize=7)
-    for ax in list(axes.flat)[len(languages):]:
+        _frame(ax, title, x, bins)
+    if others:
+        _other_constructions(axes.flat[len(languages)], others, x, bins)
+    for ax in list(axes.flat)[panels:]:
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel("accuracy", fontsize=8)
@@ -86,3 +86,21 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
     figure.tight_layout(rect=(0, 0, 1, top))
     figure.savefig(path, dpi=130)
     plt.close(figure)
+
+
+def _frame(ax, title: str, x: list[int], bins) -> None:
+    """A panel's title, axes and chance line."""
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_title(title, fontsize=9)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xticks(x, [bin_label(*b) for b in bins], fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+
+
+def _other_constructions(ax, rows: Sequence[dict], x: list[int], bins) -> None:
+    """One panel for the constructions of languages outside the benchmark, named in it."""
+    for row in rows:
+        ax.plot(x, [b["accuracy"] for b in row["bins"]], "k*", ms=11)
+    names = "\n".join(row["construction"] for row in rows)
+    ax.text(0.03, 0.05, names, transform=ax.transAxes, fontsize=7, va="bottom")
+    _frame(ax, "other constructions\n(saturated)", x, bins)

@@ -46,7 +46,7 @@ def _stat(entry: dict | None) -> str:
 
 def _construction_cell(constructions: Sequence[dict], language: str, index: int) -> str:
     for row in constructions:
-        if row["language"] == language:
+        if row["language"] and row["language"] == language:
             return f"{row['bins'][index]['accuracy']:.2f} ({row['construction']})"
     return ""
 
@@ -82,6 +82,16 @@ def norm_table(languages: Sequence[dict], markdown: bool = False) -> str:
     return _render("parameter norm over training", head, rows, markdown)
 
 
+def construction_table(constructions: Sequence[dict], evaluation: dict,
+                       markdown: bool = False) -> str:
+    """The constructions of languages outside the benchmark, saturated, per bin."""
+    head = ["construction", *(bin_label(*b) for b in evaluation["bins"])]
+    rows = [[row["construction"], *(f"{b['accuracy']:.2f}" for b in row["bins"])]
+            for row in constructions if not row["language"]]
+    return _render("hand-built constructions of other languages, saturated", head, rows,
+                   markdown)
+
+
 def _render(title: str, head: list[str], rows: list[list[str]], markdown: bool) -> str:
     if markdown:
         lines = [f"**{title}**", "", "| " + " | ".join(head) + " |",
@@ -104,5 +114,8 @@ def summary(manifest: dict, languages: Sequence[dict], constructions: Sequence[d
              "trials. soft: the trained model (float64); c = 10, c = 100: its twin at cθ; "
              "limit: its exact saturated limit (limit_signs), undetermined strings counted "
              "wrong; construction: satsim's hand-built model, saturated.")
-    return "\n\n".join([intro, bin_tables(languages, constructions, evaluation, markdown),
-                        norm_table(languages, markdown)])
+    parts = [intro, bin_tables(languages, constructions, evaluation, markdown),
+             norm_table(languages, markdown)]
+    if any(not row["language"] for row in constructions):
+        parts.append(construction_table(constructions, evaluation, markdown))
+    return "\n\n".join(parts)
