@@ -8,6 +8,7 @@ tests/test_benchmark_flare_ray.py.
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -120,6 +121,25 @@ def test_a_finished_benchmark_reruns_without_training_and_prints_the_same_rows(r
     assert benchmark(out) == rows and final.stat().st_mtime_ns == stamp
     table = (out / "table.md").read_text()
     assert "| majority |" in table and "| parity |" in table
+
+
+def test_a_model_that_cannot_be_scored_is_an_error_row_and_the_others_stay(reference, tmp_path):
+    whole, _ = reference
+    broken = tmp_path / "broken"
+    shutil.copytree(whole, broken)
+    run = broken / "runs" / "majority-t1"
+    step = json.loads((broken / "results" / "majority-t1.json").read_text())["selected_step"]
+    (broken / "results" / "majority-t1.json").unlink()
+    (run / "benchmark.json").unlink()
+    spec_path(run, step).write_bytes(b"not a safetensors file")
+    result = run_satsim("benchmark", "flare", "--out", str(broken), *ARGS)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: 1 of 4 models failed (majority-t1)")
+    assert "majority-t1" in result.stdout and "failed: " in result.stdout
+    rows = [json.loads(line) for line in (broken / "models.jsonl").open()]
+    assert "error" in rows[0] and all("error" not in row for row in rows[1:])
+    majority = json.loads((broken / "languages.jsonl").read_text().splitlines()[0])
+    assert (majority["trials"], majority["failed"]) == (1, 1)
 
 
 def metric_lines(root) -> int:

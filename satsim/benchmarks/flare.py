@@ -50,7 +50,9 @@ FIXED = ("lang", "seed", "task", "split", "data", "data_digest")
 """Training settings the protocol fixes: ``--set`` may not change them."""
 
 EVALUATION_FILE = "benchmark.json"
+"""A run's evaluation, in its folder (runs/NAME/)."""
 MANIFEST = "benchmark.json"
+"""The benchmark's settings, at the root of its folder."""
 
 LR_RANGE = (1e-4, 1e-2)
 """FLaRe's learning rates: log-uniform per trial."""
@@ -72,13 +74,6 @@ class Scale:
     training: dict
     n: int
     sampled: bool  # lr and batch size drawn per trial from FLaRe's ranges
-
-    def describe(self) -> str:
-        """One line: what the scale trains."""
-        t = self.training
-        return (f"{self.trials} trials per language; {t['layers']} layers, d_model "
-                f"{t['d_model']}, {t['heads']} heads, d_mlp {t['d_mlp']}; {t['steps']} steps on "
-                f"{t['train_size']} strings; {self.n} test strings per bin")
 
 
 SMALL = Scale("small", 3, {
@@ -177,22 +172,27 @@ def _check_reads_test_lengths(config: TrainConfig) -> None:
 def run_model(planned: dict, root: str, threads: int = 1) -> dict:
     """Train one planned run (or resume or find it), evaluate it once, and return its row.
 
-    A run that fails for its own reasons gives the sweep's row with ``error``.
+    A run that fails for its own reasons (a diverging loss; a checkpoint that cannot be read)
+    gives the sweep's row with ``error``.
     """
-    from satsim.training.runs import run_one
+    from satsim.training.runs import failed_row, run_one
 
     trained = run_one(planned, root, threads)
     if "error" in trained:
         return {**trained, **planned["model"]}
     run = Path(root) / "runs" / planned["name"]
     path = run / EVALUATION_FILE
-    held = read_json(path) if path.exists() else None
-    if not (isinstance(held, dict) and held.get("evaluation") == planned["evaluation"]):
-        start = time.perf_counter()
-        held = {"evaluation": planned["evaluation"], **evaluate_run(run, planned["evaluation"])}
-        held["seconds"] = time.perf_counter() - start
-        text = json.dumps(held) + "\n"
-        replace_atomically(lambda tmp: tmp.write_text(text), path)
+    try:
+        held = read_json(path) if path.exists() else None
+        if not (isinstance(held, dict) and held.get("evaluation") == planned["evaluation"]):
+            start = time.perf_counter()
+            held = {"evaluation": planned["evaluation"],
+                    **evaluate_run(run, planned["evaluation"])}
+            held["seconds"] = time.perf_counter() - start
+            text = json.dumps(held) + "\n"
+            replace_atomically(lambda tmp: tmp.write_text(text), path)
+    except SatsimError as error:
+        return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
     settings = {key: trained[key] for key in DEFAULTS}
     return {"name": planned["name"], **planned["model"], **settings,
             **{key: held[key] for key in ("selected_step", "held_out", "bins", "norm_growth")},
