@@ -72,12 +72,18 @@ def max_string_length(spec: ModelSpec) -> int | None:
     return spec.positional.W_pos.shape[0] - (spec.bos is not None) - (spec.eos is not None)
 
 
-def soft_predictor(spec: ModelSpec, device: str = "auto", dtype: str | None = None):
-    """A function strings → answers (as :func:`satsim.analysis.scoring.predict`), soft twin."""
+def soft_predictor(spec: ModelSpec, device: str = "auto", dtype: str | None = None,
+                   scale: float = 1.0):
+    """A function strings → answers (as :func:`satsim.analysis.scoring.predict`), soft twin.
+
+    ``scale`` c answers as the twin at cθ (:meth:`satsim.soft.SoftTransformer.scaled`).
+    """
     from satsim.analysis.measures import decide
     from satsim.soft import SoftTransformer
 
     soft = SoftTransformer.from_spec(spec, device=device, dtype=dtype)
+    if scale != 1.0:
+        soft = soft.scaled(scale)
     heads = max([b.attn.n_heads for b in spec.blocks if b.attn is not None], default=1)
     labels = np.array(spec.output.labels, dtype=object)
     recognition = spec.output.task == "recognition"

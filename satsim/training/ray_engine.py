@@ -9,7 +9,7 @@ last checkpoint in that folder (on another node only if ``--out`` is a shared fi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import ray
@@ -38,21 +38,23 @@ def connect(address: str | None) -> bool:
 
 def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
              cpus_per_run: int = 1, gpus_per_run: float | None = None,
-             max_retries: int = RETRIES) -> Iterator[dict]:
+             max_retries: int = RETRIES,
+             worker: Callable[..., dict] = run_one) -> Iterator[dict]:
     """Rows of the planned runs as their Ray tasks finish, in any order.
 
     Each task is named ``satsim-run-NAME`` (its worker's process title reads
     ``ray::satsim-run-NAME`` while it runs). A task that Ray gave up on gives a row with
     ``error``: its worker died ``max_retries`` + 1 times, or it raised an internal error (the row
     then keeps the remote ``traceback``). Tasks still pending when the driver stops are
-    cancelled; their runs resume from their checkpoints next time.
+    cancelled; their runs resume from their checkpoints next time. ``worker`` (default
+    :func:`run_one`) makes each row from ``(planned, root, cpus_per_run)``.
     """
     if not todo:  # a finished sweep: no cluster to start
         return
     started = connect(address)
     pending = {}
     try:
-        remote = ray.remote(run_one)
+        remote = ray.remote(worker)
         pending = {
             remote.options(num_cpus=cpus_per_run, num_gpus=gpus_for(planned, gpus_per_run),
                            max_retries=max_retries, name=f"satsim-run-{planned['name']}")

@@ -26,6 +26,9 @@ from satsim.output import replace_atomically
 from satsim.training.config import TrainConfig
 from satsim.training.runs import canonical_settings, read_json, result_row, run_one
 
+Worker = Callable[..., dict]
+"""What makes a planned run's row: ``worker(planned, root[, threads])``, top-level (picklable)."""
+
 SHORT = {"lang": "", "task": "", "seed": "s", "lr": "lr", "optimizer": "", "weight_decay": "wd",
          "layers": "L", "d_model": "d", "heads": "h", "norm": "", "steps": "n"}
 
@@ -120,25 +123,29 @@ def _recorded(root: Path, name: str) -> dict | None:
     return read_json(path) if path.exists() else None
 
 
-def _local_rows(todo: list[dict], root: Path, jobs: int) -> Iterator[dict]:
+def _local_rows(todo: list[dict], root: Path, jobs: int, worker: Worker = run_one
+                ) -> Iterator[dict]:
     """Rows of the planned runs as they finish, in this process or ``jobs`` processes."""
     if jobs == 1:
-        yield from (run_one(planned, str(root)) for planned in todo)
+        yield from (worker(planned, str(root)) for planned in todo)
         return
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(run_one, planned, str(root)) for planned in todo]
+        futures = [pool.submit(worker, planned, str(root)) for planned in todo]
         yield from (future.result() for future in as_completed(futures))
 
 
 def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: str = "local",
               ray_options: dict | None = None,
-              on_result: Callable[[dict], None] | None = None) -> list[dict]:
+              on_result: Callable[[dict], None] | None = None,
+              worker: Worker = run_one) -> list[dict]:
     """Run every planned config and write ROOT/results.jsonl; return the rows in plan order.
 
     The plan is checked against the folder first (:func:`check_plan`); runs with a recorded
     row are not run again. ``engine`` is ``"local"`` (``jobs`` processes) or ``"ray"``
     (``ray_options`` as for :func:`satsim.training.ray_engine.ray_rows`). Each row is
-    recorded and passed to ``on_result`` as its run finishes, in any order.
+    recorded and passed to ``on_result`` as its run finishes, in any order. ``worker`` makes a
+    planned run's row (default :func:`run_one`; any top-level function with its arguments,
+    such as a benchmark's train-then-evaluate).
     """
     root = Path(root).resolve()
     check_plan(configs, root)
@@ -156,8 +163,8 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
     for row in rows.values():
         if on_result:
             on_result(row)
-    arriving = (ray_rows(todo, root, **(ray_options or {})) if engine == "ray"
-                else _local_rows(todo, root, jobs))
+    arriving = (ray_rows(todo, root, worker=worker, **(ray_options or {})) if engine == "ray"
+                else _local_rows(todo, root, jobs, worker))
     for row in arriving:
         _write_atomic(root / "results" / f"{row['name']}.json", json.dumps(row) + "\n")
         rows[row["name"]] = row

@@ -1,0 +1,447 @@
+"""FLaRe's protocol with a saturated-limit column: recognisers trained on 0–40, tested to 500.
+
+FLaRe (Butoi et al., ICLR 2025; rycolab/neural-network-recognizers) trains transformer
+recognisers on strings of length 0–40, validates on lengths to 80 and tests to 500. Here every
+(language, trial) is one planned training run of a :mod:`satsim.training.sweep`, run here or on
+Ray by the sweep's engines; its worker, :func:`run_model`, trains the run (or resumes or finds
+it), then picks the checkpoint with the best validation-long accuracy and scores it per length
+bin (≤ 40, 41–100, 101–500) on the same test strings for every model of a language:
+
+- the soft model, and its twin scaled to cθ for c = 10 and 100 (``SoftTransformer.scaled``),
+  all in float64;
+- its exact saturated limit, through :class:`satsim.saturation.LimitPredictor`, with the
+  strings it left undetermined (counted wrong) and those that needed the exact expansion;
+- the growth of ‖θ‖ over training, fitted as ``satsim report`` fits it.
+
+The evaluation is written atomically into the run folder (``benchmark.json``) and the row is
+recorded by the sweep (``results/NAME.json``), so a killed benchmark resumes where it stopped
+and ends with the same tables. Per language, the trials are aggregated as FLaRe reports them:
+mean, standard deviation (numpy's, ddof 0) and maximum. docs/benchmarks.md states where each
+scale follows FLaRe and where it departs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from languages.flare import FLARE
+from satsim.errors import SatsimError
+from satsim.output import replace_atomically
+from satsim.training.config import DEFAULTS, TrainConfig
+from satsim.training.runs import read_json
+
+BINS: tuple[tuple[int, int], ...] = ((0, 40), (41, 100), (101, 500))
+"""Length bins: in distribution, FLaRe's validation-long lengths beyond it, its test lengths."""
+
+SCALES = (10.0, 100.0)
+"""The c of the scaled soft twins beside the trained model."""
+
+SELECT = "validation-long"
+"""The held-out set whose accuracy picks a run's checkpoint (FLaRe's "expressivity" setting)."""
+
+FIXED = ("lang", "seed", "task", "split", "data", "data_digest")
+"""Training settings the protocol fixes: ``--set`` may not change them."""
+
+EVALUATION_FILE = "benchmark.json"
+"""A run's evaluation, in its folder (runs/NAME/)."""
+MANIFEST = "benchmark.json"
+"""The benchmark's settings, at the root of its folder."""
+
+LR_RANGE = (1e-4, 1e-2)
+"""FLaRe's learning rates: log-uniform per trial."""
+BATCH_TOKENS = (128, 4096)
+"""FLaRe's tokens per batch: a uniform integer per trial."""
+MEAN_TOKENS = 21
+"""A training string's mean tokens (lengths uniform on 0–40, plus BOS): tokens → strings."""
+
+COMMON = {"task": "recognition", "split": "flare", "norm": "pre", "positional": "sinusoidal",
+          "optimizer": "adam", "weight_decay": 0.0}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """One size of the protocol: trials per language, training settings, test strings per bin."""
+
+    name: str
+    trials: int
+    training: dict
+    n: int
+    sampled: bool  # lr and batch size drawn per trial from FLaRe's ranges
+
+
+SMALL = Scale("small", 3, {
+    **COMMON, "layers": 2, "d_model": 16, "heads": 2, "d_head": 8, "d_mlp": 32, "steps": 1000,
+    "batch_size": 32, "lr": 3e-3, "train_size": 1000, "eval_size": 100, "checkpoint_every": 200,
+    "log_every": 50, "device": "cpu"}, n=100, sampled=False)
+PAPER = Scale("paper", 10, {
+    **COMMON, "layers": 5, "d_model": 32, "heads": 8, "d_head": 4, "d_mlp": 128, "steps": 10000,
+    "train_size": 10000, "eval_size": 1000, "checkpoint_every": 500, "log_every": 100,
+    "device": "auto"}, n=1000, sampled=True)
+SCALE_NAMES = {scale.name: scale for scale in (SMALL, PAPER)}
+
+
+def scale_named(name: str) -> Scale:
+    """The scale called ``name`` (small or paper)."""
+    if name not in SCALE_NAMES:
+        raise SatsimError(f"unknown scale {name!r}; known: {', '.join(SCALE_NAMES)}")
+    return SCALE_NAMES[name]
+
+
+def language_names(text: str = "") -> list[str]:
+    """FLaRe's languages named in comma-separated ``text`` (all eighteen, in FLaRe's order)."""
+    names = [name.strip() for name in text.split(",") if name.strip()] or list(FLARE)
+    unknown = [name for name in names if name not in FLARE]
+    if unknown:
+        raise SatsimError(f"{unknown[0]!r} is not one of FLaRe's languages; known: "
+                          f"{', '.join(FLARE)}")
+    if len(set(names)) != len(names):
+        raise SatsimError("a language is named twice in --lang")
+    return names
+
+
+def sampled_settings(language: str, trial: int) -> dict:
+    """A trial's learning rate and batch size, drawn from FLaRe's ranges (fixed by both)."""
+    rng = np.random.default_rng([2025, list(FLARE).index(language), trial])
+    lr = float(np.exp(rng.uniform(np.log(LR_RANGE[0]), np.log(LR_RANGE[1]))))
+    tokens = int(rng.integers(BATCH_TOKENS[0], BATCH_TOKENS[1], endpoint=True))
+    return {"lr": lr, "batch_size": max(1, round(tokens / MEAN_TOKENS))}
+
+
+def check_overrides(overrides: dict) -> None:
+    """Refuse ``--set`` settings that are not training settings or that the protocol fixes."""
+    for key in overrides:
+        if key not in DEFAULTS:
+            raise SatsimError(f"unknown training setting {key!r}; known: {', '.join(DEFAULTS)}")
+        if key in FIXED:
+            raise SatsimError(f"{key} is fixed by the benchmark (FLaRe's recognition protocol); "
+                              "choose languages with --lang and the number of trials with "
+                              "--trials")
+
+
+def evaluation_settings(n: int, seed: int = 0) -> dict:
+    """What every model of a benchmark is scored on (the same for all of them)."""
+    return {"bins": [list(b) for b in BINS], "n": n, "seed": seed, "scales": list(SCALES),
+            "select": SELECT, "dtype": "float64"}
+
+
+def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | None = None,
+         n: int | None = None) -> list[dict]:
+    """The planned runs, language by language and trial by trial, each a sweep entry.
+
+    Each entry holds ``name`` (``LANGUAGE-tT``), ``settings`` (a full training config),
+    ``model`` (FLaRe's language and the trial) and ``evaluation``.
+    """
+    overrides = dict(overrides or {})
+    check_overrides(overrides)
+    if trials < 1:
+        raise SatsimError(f"need at least one trial, got {trials}")
+    evaluation = evaluation_settings(scale.n if n is None else n)
+    if evaluation["n"] < 1:
+        raise SatsimError(f"need at least one test string per bin, got -n {evaluation['n']}")
+    configs = []
+    for language in languages:
+        for trial in range(1, trials + 1):
+            settings = {**DEFAULTS, **scale.training,
+                        **(sampled_settings(language, trial) if scale.sampled else {}),
+                        **overrides, "lang": FLARE[language].language, "seed": trial}
+            config = TrainConfig.from_dict(settings)
+            _check_reads_test_lengths(config)
+            configs.append({"name": f"{language}-t{trial}", "settings": config.to_dict(),
+                            "model": {"language": language, "trial": trial},
+                            "evaluation": evaluation})
+    return configs
+
+
+def _check_reads_test_lengths(config: TrainConfig) -> None:
+    longest = BINS[-1][1] + 1  # BOS first
+    if config.positional == "learned" and config.n_ctx < longest:
+        raise SatsimError(f"learned positions need n_ctx >= {longest} to read FLaRe's test "
+                          f"strings (BOS and up to {BINS[-1][1]} symbols), got {config.n_ctx}")
+
+
+# --- one model: train, pick its checkpoint, score it -----------------------------------------
+
+
+def run_model(planned: dict, root: str, threads: int = 1) -> dict:
+    """Train one planned run (or resume or find it), evaluate it once, and return its row.
+
+    A run that fails for its own reasons (a diverging loss; a checkpoint that cannot be read)
+    gives the sweep's row with ``error``.
+    """
+    from satsim.training.runs import failed_row, run_one
+
+    trained = run_one(planned, root, threads)
+    if "error" in trained:
+        return {**trained, **planned["model"]}
+    run = Path(root) / "runs" / planned["name"]
+    path = run / EVALUATION_FILE
+    try:
+        held = read_json(path) if path.exists() else None
+        if not (isinstance(held, dict) and held.get("evaluation") == planned["evaluation"]):
+            start = time.perf_counter()
+            held = {"evaluation": planned["evaluation"],
+                    **evaluate_run(run, planned["evaluation"])}
+            held["seconds"] = time.perf_counter() - start
+            text = json.dumps(held) + "\n"
+            replace_atomically(lambda tmp: tmp.write_text(text), path)
+    except SatsimError as error:
+        return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
+    settings = {key: trained[key] for key in DEFAULTS}
+    return {"name": planned["name"], **planned["model"], **settings,
+            **{key: held[key] for key in ("selected_step", "held_out", "bins", "norm_growth")},
+            "seconds": {"train": trained["elapsed"], "evaluate": held["seconds"]}}
+
+
+def selected_checkpoint(run: Path, select: str) -> tuple[int, dict]:
+    """The step whose held-out ``select`` accuracy is best (the earliest of equals), its eval.
+
+    The candidates are the checkpoints evaluated during training and the final model.
+    """
+    from satsim.training.report import read_metrics
+
+    summary = read_json(run / "summary.json")
+    candidates = [(row["step"], row["eval"]) for row in read_metrics(run / "metrics.jsonl")
+                  if isinstance(row.get("eval"), dict)]
+    candidates.append((summary["steps"], summary["eval"]))
+    if not all(select in held for _, held in candidates):
+        raise SatsimError(f"{run} has no {select} accuracy to pick its checkpoint by")
+    return max(candidates, key=lambda c: (c[1][select], -c[0]))
+
+
+def norm_growth(run: Path) -> dict:
+    """‖θ‖ over the run's logged steps, fitted against t, √t and t^¼ (as satsim report does)."""
+    from satsim.training.fits import fit_growth
+    from satsim.training.report import read_metrics
+
+    rows = read_metrics(run / "metrics.jsonl")
+    steps = np.array([row["step"] for row in rows], dtype=np.float64)
+    norms = np.array([row["norm"] for row in rows], dtype=np.float64)
+    growth = fit_growth(steps, norms)
+    best = growth.fit(growth.best) if growth.best else None
+    return {"start": growth.start, "end": growth.end, "growth_rate": growth.growth_rate,
+            "best": growth.best, "best_r2": None if best is None else best.r2,
+            "power": None if growth.power is None else growth.power.exponent}
+
+
+def evaluate_run(run: Path, evaluation: dict) -> dict:
+    """The selected checkpoint of a finished run, scored per bin, and its norm growth."""
+    import languages
+    from satsim.model.io import load_spec
+    from satsim.training.checkpoint import spec_path
+
+    config = TrainConfig.load(run / "config.json")
+    step, held_out = selected_checkpoint(run, evaluation["select"])
+    spec = load_spec(str(spec_path(run, step)))
+    language = languages.get(config.lang)
+    bins = score_bins(spec, language, evaluation, config.device)
+    growth = {**norm_growth(run), "selected": _norm(spec)}
+    return {"selected_step": step, "held_out": held_out, "bins": bins, "norm_growth": growth}
+
+
+def _norm(spec) -> float:
+    from satsim.training.report import flat_parameters
+
+    return float(np.linalg.norm(flat_parameters(spec)))
+
+
+def scale_column(c: float) -> str:
+    """The column name of the soft twin scaled by ``c``."""
+    return f"soft_c{c:g}"
+
+
+def columns(evaluation: dict) -> list[str]:
+    """The accuracy columns of a bin: the soft model, its scaled twins, the limit."""
+    return ["soft", *(scale_column(c) for c in evaluation["scales"]), "limit"]
+
+
+def score_bins(spec, language, evaluation: dict, device: str = "cpu") -> list[dict]:
+    """Per bin: accuracy of the soft model, its scaled twins and its exact saturated limit.
+
+    Every column sees the bin's one test set (half positives, half hard negatives, from
+    :func:`satsim.analysis.strings.test_set` with the bin's seed).
+    """
+    from satsim.analysis.scoring import count_correct
+    from satsim.analysis.strings import bin_seed, test_set
+    from satsim.saturation import LimitPredictor
+    from satsim.training.evaluate import soft_predictor
+
+    dtype = evaluation["dtype"]
+    soft = {"soft": soft_predictor(spec, device, dtype)}
+    soft.update({scale_column(c): soft_predictor(spec, device, dtype, scale=c)
+                 for c in evaluation["scales"]})
+    out = []
+    for index, (low, high) in enumerate(evaluation["bins"]):
+        strings, labels = test_set(language, evaluation["n"], low, high,
+                                   bin_seed(evaluation["seed"], index))
+        cell = {"min_len": low, "max_len": high, "n": len(strings),
+                "positives": int(labels.sum()), "negatives": int((~labels).sum())}
+        limit = LimitPredictor(spec)
+        predictors: dict[str, Callable[[list[str]], list]] = {**soft, "limit": limit}
+        for name, predict in predictors.items():
+            right = count_correct(language, strings, labels, predict(strings)) if strings else 0
+            cell[name] = right / len(strings) if strings else None
+        cell["undetermined"], cell["exact"] = limit.undetermined, limit.exact
+        out.append(cell)
+    return out
+
+
+# --- the table: model rows, aggregates per language, constructions ----------------------------
+
+
+def table_row(row: dict) -> dict:
+    """A model's row without wall-clock times: what must be identical however the run went."""
+    return {key: value for key, value in row.items() if key != "seconds"}
+
+
+def stats(values: Sequence[float]) -> dict | None:
+    """Mean, standard deviation (ddof 0, as FLaRe's tables) and maximum; None for no values."""
+    if not values:
+        return None
+    array = np.asarray(values, dtype=np.float64)
+    return {"mean": float(array.mean()), "std": float(array.std()), "max": float(array.max())}
+
+
+def aggregate(rows: Sequence[dict], languages: Sequence[str], evaluation: dict) -> list[dict]:
+    """Per language: every column's mean, std and max over its trials, per bin; ‖θ‖ growth."""
+    out = []
+    for language in languages:
+        mine = [row for row in rows if row.get("language") == language]
+        done = [row for row in mine if "error" not in row]
+        bins = []
+        for index, (low, high) in enumerate(evaluation["bins"]):
+            cells = [row["bins"][index] for row in done]
+            entry = {"min_len": low, "max_len": high, "strings": sum(c["n"] for c in cells),
+                     "undetermined": sum(c["undetermined"] for c in cells),
+                     "exact": sum(c["exact"] for c in cells)}
+            for column in columns(evaluation):
+                entry[column] = stats([c[column] for c in cells if c[column] is not None])
+            bins.append(entry)
+        norms = [row["norm_growth"] for row in done]
+        out.append({
+            "language": language, "satsim_language": FLARE[language].language,
+            "trials": len(done), "failed": len(mine) - len(done), "bins": bins,
+            "norm_growth": {"start": stats([n["start"] for n in norms]),
+                     "end": stats([n["end"] for n in norms]),
+                     "growth_rate": stats([n["growth_rate"] for n in norms
+                                           if n["growth_rate"] is not None]),
+                     "best": dict(sorted(Counter(n["best"] for n in norms if n["best"])
+                                         .items()))}})
+    return out
+
+
+def construction_rows(languages: Sequence[str], evaluation: dict) -> list[dict]:
+    """Every hand-built construction, saturated, per bin (as ``satsim eval --lang L`` scores it).
+
+    ``language`` names the benchmark's FLaRe language the construction recognises (its models
+    saw the same test strings), or is None for a language outside the benchmark.
+    """
+    import languages as registry
+    from satsim import constructions
+    from satsim.analysis.evaluation import evaluate
+    from satsim.engine.simulator import Simulator
+
+    flare_name = {FLARE[language].language: language for language in languages}
+    out = []
+    for name in constructions.names():
+        report = evaluate(Simulator(constructions.build(name)), registry.get(name),
+                          [tuple(b) for b in evaluation["bins"]], evaluation["n"],
+                          evaluation["seed"])
+        out.append({"language": flare_name.get(name), "construction": name,
+                    "bins": [{"min_len": b.min_len, "max_len": b.max_len, "n": b.n,
+                              "accuracy": b.accuracy} for b in report.bins]})
+    return out
+
+
+# --- the whole benchmark ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """A finished (or partly failed) benchmark: model rows in plan order, aggregates, tables."""
+
+    manifest: dict
+    rows: list[dict]
+    languages: list[dict]
+    constructions: list[dict]
+
+    @property
+    def failed(self) -> list[str]:
+        """Names of the models whose run failed."""
+        return [row["name"] for row in self.rows if "error" in row]
+
+
+def manifest_for(scale: Scale, languages: Sequence[str], configs: list[dict],
+                 overrides: dict) -> dict:
+    """What a benchmark folder holds: the protocol's name, scale, languages, trials, options."""
+    return {"benchmark": "flare", "scale": scale.name, "languages": list(languages),
+            "trials": max(c["model"]["trial"] for c in configs), "overrides": dict(overrides),
+            "evaluation": configs[0]["evaluation"]}
+
+
+def check_manifest(root: Path, manifest: dict) -> None:
+    """Refuse a folder holding another benchmark (reads only)."""
+    path = root / MANIFEST
+    if not path.exists():
+        return
+    held = read_json(path)
+    if held != manifest:
+        keys = [k for k in manifest if not isinstance(held, dict) or held.get(k) != manifest[k]]
+        what = keys[0] if keys else "its settings"
+        raise SatsimError(f"{root} holds another benchmark (its {what} differs: "
+                          f"{held.get(what) if isinstance(held, dict) else held!r}); rerun it "
+                          "with its own options, or choose another --out")
+
+
+def check_folder(configs: list[dict], manifest: dict, root: str | Path) -> None:
+    """Refuse, before anything is written, a folder that holds another benchmark or sweep."""
+    from satsim.training.sweep import check_plan
+
+    root = Path(root).resolve()
+    check_manifest(root, manifest)
+    check_plan(configs, root)
+
+
+def _write(path: Path, text: str) -> None:
+    replace_atomically(lambda tmp: tmp.write_text(text), path)
+
+
+def _jsonl(rows: Sequence[dict]) -> str:
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engine: str = "local",
+                  jobs: int = 1, ray_options: dict | None = None,
+                  on_row: Callable[[dict], None] | None = None) -> BenchmarkResult:
+    """Run (or resume) every planned model and write the tables under ``root``.
+
+    ``root`` gets ``benchmark.json`` (the manifest), the sweep's files (``plan.json``,
+    ``runs/``, ``results/``, ``results.jsonl``) and the tables: ``models.jsonl`` (one row per
+    model, plan order, no wall-clock times), ``languages.jsonl`` (aggregates) and
+    ``constructions.jsonl``. ``on_row`` hears each model's row as it is recorded or found.
+    """
+    from satsim.training.sweep import run_sweep
+
+    root = Path(root).resolve()
+    check_folder(configs, manifest, root)
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / MANIFEST).exists():
+        _write(root / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    rows = run_sweep(configs, root, jobs=jobs, engine=engine, ray_options=ray_options,
+                     on_result=on_row, worker=run_model)
+    rows = [row if "language" in row else {**row, **planned["model"]}  # Ray gave up on it
+            for planned, row in zip(configs, rows)]
+    models = [table_row(row) for row in rows]
+    evaluation = manifest["evaluation"]
+    languages = aggregate(models, manifest["languages"], evaluation)
+    built = construction_rows(manifest["languages"], evaluation)
+    _write(root / "models.jsonl", _jsonl(models))
+    _write(root / "languages.jsonl", _jsonl(languages))
+    _write(root / "constructions.jsonl", _jsonl(built))
+    return BenchmarkResult(manifest, rows, languages, built)

@@ -1,0 +1,212 @@
+"""`satsim benchmark flare` on a tiny configuration: its rows, resumed after kills, refusals.
+
+The same tiny benchmark (two languages, two trials, a one-layer model) runs once for the module;
+the other tests compare against its tables byte for byte. The Ray engine's test is in
+tests/test_benchmark_flare_ray.py.
+"""
+
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import run_satsim
+from test_cli_errors import one_error_line
+
+import languages
+from satsim.analysis.strings import bin_seed
+from satsim.analysis.strings import test_set as draw
+from satsim.benchmarks import flare
+from satsim.cli.main import cli
+from satsim.model.io import load_spec
+from satsim.saturation import exact_limit
+from satsim.soft import SoftTransformer
+from satsim.training.checkpoint import spec_path
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+TINY = {"steps": 40, "train_size": 60, "eval_size": 10, "layers": 1, "d_model": 8, "heads": 1,
+        "d_head": 4, "d_mlp": 8, "checkpoint_every": 10, "log_every": 5, "probe_size": 2}
+ARGS = ["--lang", "majority,parity", "--trials", "2", "-n", "10",
+        *[f"--set={key}={value}" for key, value in TINY.items()]]
+TABLES = ("models.jsonl", "languages.jsonl", "constructions.jsonl")
+
+
+def benchmark(out, *extra):
+    """Run the command in this process; its JSON lines by kind."""
+    result = CliRunner().invoke(cli, ["benchmark", "flare", "--out", str(out), *ARGS, *extra,
+                                      "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows: dict[str, list[dict]] = {}
+    for line in result.stdout.splitlines():
+        row = json.loads(line)
+        rows.setdefault(row.pop("kind"), []).append(row)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The tiny benchmark, run whole: its folder and its JSON lines."""
+    out = tmp_path_factory.mktemp("flare") / "whole"
+    return out, benchmark(out)
+
+
+def tables(folder) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in TABLES}
+
+
+def test_every_model_is_scored_per_bin_on_the_checkpoint_validation_picked(reference):
+    out, rows = reference
+    models = rows["model"]
+    assert [m["name"] for m in models] == ["majority-t1", "majority-t2", "parity-t1", "parity-t2"]
+    for model in models:
+        run = out / "runs" / model["name"]
+        assert [(c["min_len"], c["max_len"]) for c in model["bins"]] == list(flare.BINS)
+        candidates = [(r["step"], r["eval"]["validation-long"])
+                      for r in map(json.loads, (run / "metrics.jsonl").open()) if "eval" in r]
+        summary = json.loads((run / "summary.json").read_text())
+        candidates.append((summary["steps"], summary["eval"]["validation-long"]))
+        best = max(accuracy for _, accuracy in candidates)
+        assert model["selected_step"] == min(s for s, a in candidates if a == best)
+        spec = load_spec(str(spec_path(run, model["selected_step"])))
+        language = languages.get(model["lang"])
+        twin = SoftTransformer.from_spec(spec, device="cpu", dtype="float64")
+        for index, cell in enumerate(model["bins"]):
+            strings, labels = draw(language, 10, cell["min_len"], cell["max_len"],
+                                       bin_seed(0, index))
+            assert (cell["n"], cell["positives"]) == (10, int(labels.sum()))
+            logits = twin.run(strings).logits.numpy()
+            ends = [len(s) for s in strings]  # BOS first: the last symbol's position
+            accepted = logits[np.arange(len(strings)), ends, 0] > 0
+            assert cell["soft"] == np.mean(accepted == labels)
+            if index == 0 and model["trial"] == 1:  # the limit against the exact expansion
+                exact = spec.astype(np.float64)
+                signs = np.array([exact_limit(exact, s).logit_signs()[-1, 0] for s in strings])
+                right = (~np.isnan(signs)) & ((signs > 0) == labels)
+                assert cell["limit"] == np.mean(right)
+                assert cell["undetermined"] == int(np.isnan(signs).sum())
+
+
+def test_trials_are_aggregated_as_flare_reports_them(reference):
+    _, rows = reference
+    for entry in rows["language"]:
+        mine = [m for m in rows["model"] if m["language"] == entry["language"]]
+        assert entry["trials"] == 2 and entry["failed"] == 0
+        for index, cell in enumerate(entry["bins"]):
+            for column in ("soft", "soft_c10", "soft_c100", "limit"):
+                values = [m["bins"][index][column] for m in mine]
+                assert cell[column]["mean"] == pytest.approx(statistics.fmean(values))
+                assert cell[column]["std"] == pytest.approx(statistics.pstdev(values))
+                assert cell[column]["max"] == max(values)
+            assert cell["undetermined"] == sum(m["bins"][index]["undetermined"] for m in mine)
+    from satsim import constructions
+
+    built = rows["construction"]
+    assert [row["construction"] for row in built] == constructions.names()
+    assert [row["construction"] for row in built if row["language"]] == ["majority"]
+    assert all(b["accuracy"] == 1.0 for row in built for b in row["bins"])
+
+
+def test_a_finished_benchmark_reruns_without_training_and_prints_the_same_rows(reference):
+    out, rows = reference
+    final = out / "runs" / "parity-t2" / "final.safetensors"
+    stamp = final.stat().st_mtime_ns
+    assert benchmark(out) == rows and final.stat().st_mtime_ns == stamp
+    table = (out / "table.md").read_text()
+    assert "| majority |" in table and "| parity |" in table
+
+
+def test_a_model_that_cannot_be_scored_is_an_error_row_and_the_others_stay(reference, tmp_path):
+    whole, _ = reference
+    broken = tmp_path / "broken"
+    shutil.copytree(whole, broken)
+    run = broken / "runs" / "majority-t1"
+    step = json.loads((broken / "results" / "majority-t1.json").read_text())["selected_step"]
+    (broken / "results" / "majority-t1.json").unlink()
+    (run / "benchmark.json").unlink()
+    spec_path(run, step).write_bytes(b"not a safetensors file")
+    result = run_satsim("benchmark", "flare", "--out", str(broken), *ARGS)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: 1 of 4 models failed (majority-t1)")
+    assert "majority-t1" in result.stdout and "failed: " in result.stdout
+    rows = [json.loads(line) for line in (broken / "models.jsonl").open()]
+    assert "error" in rows[0] and all("error" not in row for row in rows[1:])
+    majority = json.loads((broken / "languages.jsonl").read_text().splitlines()[0])
+    assert (majority["trials"], majority["failed"]) == (1, 1)
+
+
+def metric_lines(root) -> int:
+    return sum(len(path.read_text().splitlines()) for path in root.glob("runs/*/metrics.jsonl"))
+
+
+def test_a_benchmark_killed_at_random_moments_resumes_to_the_same_tables(reference, tmp_path):
+    whole, _ = reference
+    cut = tmp_path / "cut"
+    code = ("import sys; from satsim.cli.main import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
+    args = [sys.executable, "-c", code, "benchmark", "flare", "--out", str(cut), *ARGS]
+    moments = random.Random(27)
+    kills = 0
+    for _ in range(2):  # each kill lands at a random moment after some progress
+        logged = metric_lines(cut)
+        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while metric_lines(cut) <= logged and process.poll() is None:
+            time.sleep(0.02)
+        time.sleep(moments.uniform(0.0, 1.0))
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            kills += 1
+        process.wait()
+    assert kills >= 1
+    finished = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr
+    assert tables(cut) == tables(whole)
+
+
+def test_the_paper_scale_plans_flares_model_size_and_draws_each_trials_optimiser():
+    configs = flare.plan(flare.PAPER, flare.language_names(), 10)
+    assert len(configs) == 180 and configs == flare.plan(flare.PAPER, list(flare.FLARE), 10)
+    settings = [c["settings"] for c in configs]
+    assert {(s["layers"], s["d_model"], s["heads"], s["d_mlp"]) for s in settings} == {
+        (5, 32, 8, 128)}
+    assert all(1e-4 <= s["lr"] <= 1e-2 for s in settings)
+    assert all(round(128 / 21) <= s["batch_size"] <= round(4096 / 21) for s in settings)
+    assert len({s["lr"] for s in settings}) == 180
+    assert {c["settings"]["lang"] for c in configs if c["model"]["language"] == "parity"} == {
+        "parity-odd"}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--lang", "dyck1"], "'dyck1' is not one of FLaRe's languages"),
+    (["--set", "task=next-symbol"], "task is fixed by the benchmark"),
+    (["--set", "stepz=3"], "unknown training setting 'stepz'"),
+    (["--set", "steps"], "--set takes KEY=VALUE"),
+    (["--set", "positional=learned"], "learned positions need n_ctx >= 501"),
+    (["--engine", "ray", "--jobs", "2"], "--jobs is an option of --engine local"),
+    (["--trials", "0"], "Invalid value for '--trials'"),
+    (["--scale", "huge"], "Invalid value for '--scale'"),
+])
+def test_bad_options_are_one_line_errors_before_any_work(tmp_path, extra, message):
+    result = run_satsim("benchmark", "flare", "--out", str(tmp_path / "b"), *extra)
+    assert message in one_error_line(result)
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_folder_of_another_benchmark_or_a_file_is_refused_untouched(reference, tmp_path):
+    whole, _ = reference
+    before = tables(whole)
+    other = run_satsim("benchmark", "flare", "--out", str(whole), *ARGS[:-1], "--set=steps=41")
+    assert "holds another benchmark" in one_error_line(other)
+    fewer = run_satsim("benchmark", "flare", "--out", str(whole), *ARGS, "-n", "12")
+    assert "holds another benchmark (its evaluation differs" in one_error_line(fewer)
+    assert tables(whole) == before
+    (tmp_path / "file").write_text("")
+    assert "is a file" in one_error_line(run_satsim("benchmark", "flare", "--out",
+                                                    str(tmp_path / "file")))
