@@ -6,7 +6,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -233,31 +232,6 @@ def test_readout_rows_only_after_the_last_attention():
     every = Simulator(per_position).logits(strings)
     for a, b in zip(last, every):
         np.testing.assert_array_equal(a, b[-1])
-
-
-SCRIPT = """
-import sys
-sys.path.insert(0, {tests!r})
-from helpers import random_spec
-from satsim import Simulator, constructions
-from satsim.engine.kernels import fused
-Simulator(constructions.build("dyck1")).accepts(["(()())", ")("])
-Simulator(random_spec(0)).logits(["ab"])
-for kernel in (fused.forward_fast_paths, fused.forward_strings):
-    stats = kernel.stats
-    print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
-"""
-
-
-def test_second_process_loads_both_fused_variants_from_the_cache(tmp_path):
-    script = SCRIPT.format(tests=str(Path(__file__).parent))
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=env)
-    second = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
-                            text=True, env=env)
-    for line in second.stdout.splitlines():
-        hits, misses = map(int, line.split())
-        assert hits > 0 and misses == 0
 
 
 ONLY_FAST = """

@@ -147,7 +147,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     by_classes = np.zeros(0, dtype=np.int64)
     if (code != kernels.SOFTMAX and S >= classes.MIN_KEYS and scale != 0
             and (paths == kernels.GENERAL).any()):
-        announce_compile(path="classes")
+        announce_compile(path="classes", dtype=k.dtype)
         by_classes = np.flatnonzero(classes.few_classes(k, key_mask, paths))
         paths[by_classes] = classes.KEY_CLASSES
     general = np.flatnonzero(paths == kernels.GENERAL)
@@ -183,7 +183,7 @@ def _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code, atol, rtol, 
                                causal, code, 1.0, atol, rtol, scale, paths[fast])
         out[fast], tie_size[fast], tie_gap[fast] = parts
     threads = numba.get_num_threads() if parallel else 1
-    announce_compile(path="tiles")
+    announce_compile(path="tiles", dtype=q.dtype)
     tiles.attend_tiled(q, k, v, key_mask, real_queries, causal, code, atol, rtol, scale, general,
                        out, tie_size, tie_gap, threads=threads)
     return out, tie_size, tie_gap

@@ -154,13 +154,15 @@ def positional_rows(spec: ModelSpec, lengths: np.ndarray) -> tuple[np.ndarray, n
     """The positional table and each string's first row in it, for strings of these lengths.
 
     Tables that do not depend on the length come once, for the longest string; position
-    features do, so each distinct length gets its own rows.
+    features do, so each distinct length gets its own rows. The table is a writable copy: a
+    view of the spec's read-only W_pos would be a second signature of the kernel, compiled again
+    (and silently: the compile notice looks for the dtype, not for every flag of every array).
     """
     n = len(lengths)
     if spec.positional.kind == "none" or n == 0:
         return np.zeros((0, spec.d_model), dtype=spec.dtype), np.zeros(n, dtype=np.int64)
     if not spec.positional.depends_on_length:
-        table = np.ascontiguousarray(positional_vectors(spec, int(lengths.max())), spec.dtype)
+        table = np.require(positional_vectors(spec, int(lengths.max())), spec.dtype, ("C", "W"))
         return table, np.zeros(n, dtype=np.int64)
     distinct, inverse = np.unique(lengths, return_inverse=True)
     first_rows = np.concatenate([[0], np.cumsum(distinct)[:-1]]).astype(np.int64)
@@ -210,7 +212,7 @@ def forward_fused(
     status = np.zeros(n, dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
     if not model.general_paths:
-        announce_compile(path="fused-fast")
+        announce_compile(path="fused-fast", dtype=spec.dtype)
         _run_variant(fk.forward_fast_paths, model, ids, starts, lengths, order, settings, workers,
                      out, status)
         order = order[status[order] == fk.NEEDS_GENERAL]
@@ -218,7 +220,7 @@ def forward_fused(
         if len(order):
             model.general_paths = True
     if len(order):
-        announce_compile(path="fused")
+        announce_compile(path="fused", dtype=spec.dtype)
         _run_variant(fk.forward_strings, model, ids, starts, lengths, order, settings, workers,
                      out, status)
     return out, status

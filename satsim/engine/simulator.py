@@ -244,7 +244,7 @@ class Simulator:
         if not ids:
             return []
         self.check_memory(np.array([len(i) for i in ids]))
-        announce_compile(path="layers")
+        announce_compile(path="layers", dtype=self.spec.dtype)
         placed: list[tuple[BatchRun, int, int]] = [None] * len(ids)  # type: ignore[list-item]
         batches = list(self._batches(ids))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
+
 COMPILE_SECONDS = {"fused-fast": 11, "fused": 16, "layers": 10, "tiles": 4, "classes": 10}
 """Seconds each path's kernels take to compile from an empty cache on this project's 2-core
 machine at low load (``bench/startup.py`` measures them; a loaded machine takes longer)."""
@@ -18,19 +20,28 @@ PATH_NAMES = {
 """What each path's compile notice calls it."""
 
 
-def _is_cached(kernel) -> bool:
+def _is_cached(kernel, dtype=None) -> bool:
     """Whether Numba's on-disk cache holds code of this dispatcher for its current source.
 
-    Reads the cache index only (a small pickle, checked against the source file's stamp) and
-    looks for an entry of this very function: variants of one closure share an index, told apart
-    by the hash of their closure's contents. It never compiles. Any surprise counts as not cached.
+    With ``dtype`` (float32 or float64), code for arrays of that dtype: an entry whose narrowest
+    floating array argument has it (float64 scratch arrays come with either). Reads the cache
+    index only (a small pickle, checked against the source file's stamp) and never compiles.
+    Any surprise counts as not cached.
     """
     try:
         cache = kernel._cache
         _, magic, hashes = cache._index_key(None, kernel.targetctx.codegen())
-        return any(key[1:] == (magic, hashes) for key in cache._cache_file._load_index())
+        return any(key[1:] == (magic, hashes) and (dtype is None or _data_dtype(key[0]) == dtype)
+                   for key in cache._cache_file._load_index())
     except Exception:  # noqa: BLE001 - private Numba API: be conservative
         return False
+
+
+def _data_dtype(signature):
+    """The narrowest floating dtype of a compiled signature's array arguments (None if none)."""
+    widths = [np.dtype(str(arg.dtype)) for arg in signature
+              if getattr(arg, "ndim", 0) and str(getattr(arg, "dtype", "")).startswith("float")]
+    return min(widths, key=lambda dtype: dtype.itemsize) if widths else None
 
 
 def _kernels(path: str | None) -> dict:
@@ -51,27 +62,34 @@ def _kernels(path: str | None) -> dict:
     return {name: kernel for kernels in paths.values() for name, kernel in kernels.items()}
 
 
-def cold_kernels(path: str | None = None) -> list[str]:
-    """Names of the simulator's kernels (of one ``path``, or all) with nothing in the cache."""
-    return [name for name, kernel in _kernels(path).items() if not _is_cached(kernel)]
+def cold_kernels(path: str | None = None, dtype=None) -> list[str]:
+    """Names of the simulator's kernels (of one ``path``, or all) with nothing in the cache.
+
+    With ``dtype``, nothing for arrays of that dtype (a float64 model after a float32 one
+    compiles anew).
+    """
+    dtype = None if dtype is None else np.dtype(dtype)
+    return [name for name, kernel in _kernels(path).items() if not _is_cached(kernel, dtype)]
 
 
 _checked: set = set()
 
 
-def announce_compile(stream=None, path: str | None = None) -> bool:
+def announce_compile(stream=None, path: str | None = None, dtype=None) -> bool:
     """Say on stderr that a path's kernels are compiling, and for about how long, if cold.
 
     ``path`` ("fused", "fused-fast", "layers", "tiles", "classes" or None for all) names the
-    kernels to run; each path is checked the first time it runs in a process, so a warm path
-    stays quiet and every cold one speaks.
+    kernels to run and ``dtype`` the dtype of their arrays (None: any); each (path, dtype) is
+    checked the first time it runs in a process, so a warm path stays quiet and every cold one
+    speaks.
     """
     from numba import config
 
-    if path in _checked or config.DISABLE_JIT:  # NUMBA_DISABLE_JIT: nothing compiles
+    key = (path, None if dtype is None else np.dtype(dtype))
+    if key in _checked or config.DISABLE_JIT:  # NUMBA_DISABLE_JIT: nothing compiles
         return False
-    _checked.add(path)
-    if not cold_kernels(path):
+    _checked.add(key)
+    if not cold_kernels(path, dtype):
         return False
     seconds = COMPILE_SECONDS.get(path, sum(COMPILE_SECONDS.values()))
     what = PATH_NAMES.get(path, "kernels")

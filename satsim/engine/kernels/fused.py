@@ -142,6 +142,21 @@ def _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale, ge
     return OK
 
 
+def _variant(function, general_paths: bool, **options):
+    """Compile one variant of a closure under a name of its own (``…_all_paths``/``…_fast_paths``).
+
+    Numba names compiled code and its environment by the qualified name and a counter that
+    restarts in every process, so two variants of one closure, each compiled first in its own
+    process, would share one symbol name. Loaded together from the cache, the second would then
+    run with the first's environment (seen: "NRT_adapt_ndarray_to_python: descr is NULL").
+    A name per variant keeps their symbols, environments and cache files apart.
+    """
+    suffix = "_all_paths" if general_paths else "_fast_paths"
+    function.__name__ += suffix
+    function.__qualname__ += suffix
+    return numba.njit(cache=True, **options)(function)
+
+
 def _attention_kernel(general_paths: bool):
     """Compile-time variant of the attention sublayer: with or without the general paths.
 
@@ -150,7 +165,6 @@ def _attention_kernel(general_paths: bool):
     contents, and a captured kernel would miss the cache in every new process.
     """
 
-    @numba.njit(cache=True, fastmath=False)
     def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta, atol, rtol,
                    general_limit, class_min_keys):
         """Multi-head attention of every position of x (T, d); write rows start .. T - 1 of y.
@@ -223,7 +237,7 @@ def _attention_kernel(general_paths: bool):
                          xt, acc)
         return OK
 
-    return _attention
+    return _variant(_attention, general_paths, fastmath=False)
 
 
 _attention_all_paths = _attention_kernel(True)
@@ -249,7 +263,6 @@ def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
 def _forward_kernel(general_paths: bool):
     """Compile-time variant of the whole-model kernel: with or without the general paths."""
 
-    @numba.njit(cache=True, nogil=True, fastmath=False)
     def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, params, reals,
                         program, known, dims, kind, beta, atol, rtol, general_limit, class_min_keys,
                         out, status):
@@ -362,7 +375,7 @@ def _forward_kernel(general_paths: bool):
                         out[first + i, c] = logits[i, c]
         return status
 
-    return forward_strings
+    return _variant(forward_strings, general_paths, nogil=True, fastmath=False)
 
 
 forward_strings = _forward_kernel(True)
