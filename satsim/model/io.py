@@ -109,15 +109,21 @@ def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return config, tensors
 
 
+def _names(names: list[str]) -> str:
+    """Tensor names for a one-line message: the first few, then how many in all."""
+    shown = ", ".join(names[:4])
+    return shown if len(names) <= 4 else f"{shown}, … ({len(names)} in all)"
+
+
 def _check_tensor_list(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
     """Raise unless the file holds exactly the tensors, with the shapes, its configuration lists."""
     expected = {name: tuple(shape) for name, shape in config["tensors"].items()}
     missing = sorted(set(expected) - set(tensors))
     extra = sorted(set(tensors) - set(expected))
     if missing:
-        raise WeightsFileError(f"weights file is missing tensor {missing[0]}")
+        raise WeightsFileError(f"weights file is missing tensor {_names(missing)}")
     if extra:
-        raise WeightsFileError(f"weights file has unexpected tensor {extra[0]}")
+        raise WeightsFileError(f"weights file has unexpected tensor {_names(extra)}")
     for name, shape in expected.items():
         if tensors[name].shape != shape:
             raise WeightsFileError(
@@ -140,9 +146,51 @@ def _layer_norm(cfg: dict[str, Any] | None, tensors: dict[str, np.ndarray], pref
     return LayerNormSpec(eps=cfg["eps"], kind=kind)
 
 
+def _norm_tensors(cfg: dict[str, Any] | None, prefix: str) -> set[str]:
+    """The tensors a norm's configuration implies: γ when affine, and β for a LayerNorm."""
+    if cfg is None or not cfg["affine"]:
+        return set()
+    fields = ("w", "b") if cfg.get("kind", "layer") == "layer" else ("w",)
+    return {tensor_name(prefix, name) for name in fields}
+
+
+def implied_tensors(config: dict[str, Any]) -> set[str]:
+    """The tensors a configuration cannot do without (the optional biases aside)."""
+    names = {"embed.W_E", "unembed.W_U"} | _norm_tensors(config["ln_final"], "ln_final")
+    names |= {"learned": {"pos_embed.W_pos"}, "features": {"pos_embed.W_feat"}}.get(
+        config["positional"]["kind"], set())
+    for layer, cfg in enumerate(config["blocks"]):
+        prefix = f"blocks.{layer}"
+        if cfg["attn"] is not None:
+            names |= {tensor_name(f"{prefix}.attn", n) for n in ("W_Q", "W_K", "W_V", "W_O")}
+        if cfg["mlp"]:
+            names |= {tensor_name(f"{prefix}.mlp", n) for n in ("W_in", "W_out")}
+        names |= _norm_tensors(cfg["ln1"], f"{prefix}.ln1") | _norm_tensors(cfg["ln2"],
+                                                                            f"{prefix}.ln2")
+    return names
+
+
 def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> ModelSpec:
-    """Build a ModelSpec from a configuration dict and named tensors."""
+    """Build a ModelSpec from a configuration dict and named tensors.
+
+    Every tensor must be one the configuration places, and every tensor it needs must be there:
+    a file whose blocks outnumber its configuration's would otherwise load as a smaller model.
+    """
     _check_tensor_list(config, tensors)
+    missing = sorted(implied_tensors(config) - set(tensors))
+    if missing:
+        raise WeightsFileError(f"the configuration needs tensors the file lacks: "
+                               f"{_names(missing)}")
+    spec = _build_spec(config, tensors)
+    unexplained = sorted(set(tensors) - set(spec.tensors()))
+    if unexplained:
+        raise WeightsFileError(f"the file holds tensors its configuration does not place "
+                               f"({_names(unexplained)}); it would load as a different model")
+    return spec
+
+
+def _build_spec(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> ModelSpec:
+    """The ModelSpec of a configuration, its tensors taken by name from ``tensors``."""
     blocks = []
     for layer, cfg in enumerate(config["blocks"]):
         prefix = f"blocks.{layer}"
@@ -203,8 +251,6 @@ def load_spec(path: str | Path) -> ModelSpec:
     config, tensors = _read_file(path)
     try:
         return spec_from_parts(config, tensors)
-    except WeightsFileError:
-        raise
     except SatsimError as error:
         raise WeightsFileError(f"{path}: {error}") from None
     except (KeyError, TypeError, AttributeError) as error:
