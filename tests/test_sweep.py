@@ -166,6 +166,34 @@ def test_the_ray_engine_without_ray_is_one_line_naming_the_extra(tmp_path):
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
+NO_LOCAL_CLUSTER = ("import ray._private.services as services; "
+                    "import functools; services.find_gcs_addresses = functools.cache(lambda: []); "
+                    "services.find_bootstrap_address = lambda temp_dir=None: None; ")
+"""Hide any Ray cluster another process runs on this machine from `auto`."""
+
+
+@pytest.mark.parametrize(("address", "environment", "named"), [
+    ("127.0.0.1:1", {}, "'127.0.0.1:1' ("),
+    (None, {"RAY_ADDRESS": "127.0.0.1:1"}, "'127.0.0.1:1' ("),
+    ("auto", {}, "no Ray cluster at address 'auto' (Could not find any running Ray instance"),
+])
+def test_a_ray_cluster_that_is_not_there_is_one_line_naming_its_address(tmp_path, address,
+                                                                        environment, named):
+    # Ray itself retries an unreachable address for minutes; `auto` without a cluster raised a
+    # ConnectionError labelled as a bug. The timeout is a guard against a hang, not a measure.
+    code = (NO_LOCAL_CLUSTER + "import sys; from satsim.cli.main import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
+    where = ["--address", address] if address else []
+    result = subprocess.run([sys.executable, "-c", code, "sweep", "--out", str(tmp_path / "s"),
+                             "--seed", "0", "--set", "steps=1", "--engine", "ray", *where],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **environment})
+    assert result.returncode == 2, result.stderr
+    error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and named in error[0] and "Traceback" not in result.stderr
+    assert not (tmp_path / "s").exists()  # refused before anything was written
+
+
 def metric_lines(root) -> int:
     """How many metrics rows the runs under ``root`` have logged so far."""
     return sum(len(path.read_text().splitlines()) for path in root.glob("runs/*/metrics.jsonl"))
