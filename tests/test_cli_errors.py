@@ -136,6 +136,28 @@ def test_a_request_too_big_for_memory_is_refused_with_its_size(args):
     assert " GB of memory and " in line and "needs about" in line and "lower" in line
 
 
+@pytest.mark.parametrize("args", [["--d-model", "100000"], ["--layers", "2147483647"],
+                                  ["--heads", "2147483647"], ["--d-mlp", "2147483647"],
+                                  ["--train-size", "2147483647"]])
+def test_training_too_big_for_memory_is_refused_before_anything_is_written(tmp_path, args):
+    # --d-model 100000 was killed by the kernel at 23 GB; --layers 2147483647 hung.
+    line = one_error_line(run_satsim("train", "--lang", "dyck1", "--steps", "5", "--out",
+                                     str(tmp_path / "run"), *args))
+    assert "needs about" in line and " GB of memory and " in line and "lower --d-model" in line
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch-size", "2147483647"], "batch_size 2147483647 is more than train_size 2000"),
+    (["--momentum", "2"], "2.0 is not in the range 0<=x<1"),
+    (["--momentum", "-0.5"], "-0.5 is not in the range 0<=x<1"),
+])
+def test_training_settings_out_of_range_are_one_line(tmp_path, args, message):
+    line = one_error_line(run_satsim("train", "--lang", "dyck1", "--out", str(tmp_path / "run"),
+                                     *args))
+    assert message in line and not (tmp_path / "run").exists()
+
+
 def test_the_simulator_estimates_a_long_strings_memory_before_running(monkeypatch):
     from satsim import constructions
     from satsim.engine import resources

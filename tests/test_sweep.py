@@ -82,6 +82,14 @@ def test_cli_plans_runs_and_refuses_bad_grids(tmp_path):
         assert message in str(bad.exception)
 
 
+def test_a_sweep_with_a_mistyped_language_writes_nothing(tmp_path):
+    # It used to write plan.json and run it, and every corrected sweep into the folder was
+    # refused as another plan.
+    bad = CliRunner().invoke(cli, ["sweep", "--out", str(tmp_path / "s"), "--lang", "dyk1",
+                                   "--seed", "0"], standalone_mode=False)
+    assert "unknown language 'dyk1'" in str(bad.exception) and not (tmp_path / "s").exists()
+
+
 def folder_state(root) -> dict[str, str]:
     """Every file under ``root`` with a hash of its bytes (to show nothing was written)."""
     return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()

@@ -152,6 +152,11 @@ def test_recognition_loss_falls_with_every_optimizer(tmp_path, optimizer):
     ({"steps": 0}, "steps must be"),
     ({"split": "nope"}, "unknown split preset"),
     ({"task": "transduction"}, "unknown task"),
+    ({"momentum": 1.0}, "momentum must be below 1, got 1.0"),
+    ({"batch_size": 2001, "train_size": 2000}, "batch_size 2001 is more than train_size 2000"),
+    ({"lang": "dyk1"}, "unknown language 'dyk1'"),
+    ({"positional": "learned", "split": "deletang"},
+     "up to 500 symbols .* more than the 256 rows of a learned positional table"),
 ])
 def test_bad_settings_are_one_line_errors(settings, message):
     with pytest.raises(SatsimError, match=message):
@@ -179,6 +184,27 @@ def test_cli_trains_resumes_and_refuses_bad_input(tmp_path):
     unknown = runner.invoke(cli, ["train", "--lang", "klingon", "--out", str(tmp_path / "k")],
                             standalone_mode=False)
     assert "unknown language" in str(unknown.exception) and not (tmp_path / "k").exists()
+
+
+def test_a_failed_start_leaves_nothing_that_blocks_a_corrected_one(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "run"
+    refused = runner.invoke(cli, ["train", "--positional", "learned", "--split", "deletang",
+                                  "--out", str(out)], standalone_mode=False)
+    assert "learned positional table" in str(refused.exception) and not out.exists()
+    # A start that stopped before its first checkpoint (killed, or failed in its first
+    # evaluation) leaves its lock, config and empty metrics: not a run.
+    out.mkdir()
+    (out / ".lock").write_text("pid 1\n")
+    TrainConfig(**SMALL).save(out / "config.json")
+    (out / "metrics.jsonl").write_text("")
+    args = ["train", "--steps", "20", "--train-size", "100", "--d-model", "8", "--out", str(out)]
+    started = runner.invoke(cli, [*args, "--json"])
+    assert started.exit_code == 0, started.output
+    assert json.loads(started.output.strip().splitlines()[-1])["resumed_from"] is None
+    assert TrainConfig.load(out / "config.json").steps == 20
+    again = runner.invoke(cli, args, standalone_mode=False)  # now it holds a run
+    assert "already holds a run" in str(again.exception)
 
 
 def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):

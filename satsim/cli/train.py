@@ -10,9 +10,10 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from satsim.cli.options import OutputPath, count, get_language
+from satsim.cli.options import OutputPath, count
 from satsim.errors import SatsimError
 from satsim.output import check_output_folder
+from satsim.training.checkpoint import holds_run
 from satsim.training.config import (
     DEFAULTS,
     DTYPES,
@@ -41,7 +42,7 @@ def _option(name: str, kind, help_text: str, **extra):
 @_option("optimizer", click.Choice(OPTIMIZERS), "Optimiser.")
 @_option("lr", float, "Learning rate.")
 @_option("weight_decay", float, "Weight decay.")
-@_option("momentum", float, "SGD momentum.")
+@_option("momentum", click.FloatRange(0, 1, max_open=True), "SGD momentum.")
 @_option("layers", count(1), "Blocks.")
 @_option("d_model", count(1), "Residual width.")
 @_option("heads", count(1), "Heads per layer.")
@@ -76,9 +77,8 @@ def command(context, out, resume, threads, as_json, **settings) -> None:
         config = resumed_config(TrainConfig.load(run / "config.json"), settings, given)
     else:
         config = TrainConfig.from_dict({**DEFAULTS, **settings})
-        if (run / "config.json").exists():
+        if holds_run(run):
             raise SatsimError(f"{run} already holds a run; add --resume or choose another --out")
-    get_language(config.lang)
     from satsim.torch_setup import import_torch
 
     import_torch(threads)

@@ -43,6 +43,15 @@ def checkpoint_steps(run: Path) -> list[int]:
     return [s for s in spec_steps(run) if state_path(run, s).exists()]
 
 
+def holds_run(run: Path) -> bool:
+    """Whether a run folder holds anything finished: a complete checkpoint or a summary.
+
+    A start that failed before its first checkpoint leaves at most config.json and empty
+    metrics behind: that is not a run, and a new ``satsim train`` may start there.
+    """
+    return bool(checkpoint_steps(run)) or (Path(run) / "summary.json").exists()
+
+
 def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
     """Write the checkpoint at ``step``: the spec, then the state (which marks it complete)."""
     import torch

@@ -28,8 +28,10 @@ from satsim.model.io import load_spec, save_spec
 from satsim.output import replace_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
+from satsim.training.budget import check_training_memory
 from satsim.training.checkpoint import (
     checkpoint_steps,
+    holds_run,
     load_checkpoint,
     save_checkpoint,
     spec_path,
@@ -218,6 +220,7 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
     training starts from.
     """
     run = Path(run)
+    check_training_memory(config, len(languages.get(config.lang).alphabet))  # before any write
     with run_lock(run):
         return _train(config, run, resume, progress, notice or _to_stderr, on_start)
 
@@ -228,7 +231,7 @@ def _to_stderr(message: str) -> None:
 
 def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int], None] | None,
            notice: Callable[[str], None], on_start: Callable[[int], None] | None) -> TrainResult:
-    if (run / "config.json").exists() and not resume:
+    if holds_run(run) and not resume:
         raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
     trainer = Trainer(config, run)
     start = (trainer.restore(notice) if resume else None) or 0
