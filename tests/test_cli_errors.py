@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_satsim
+from helpers import file_size_limit, run_satsim
 
 from satsim.errors import SatsimError
 from satsim.model.io import save_spec
@@ -119,6 +119,34 @@ def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
                             str(tmp_path / "t.png"))
     assert "the disk is full" in one_error_line(result)
     assert "oracle: '(())' is in dyck1" in result.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["--min-len", "10", "--max-len", "5"],  # refused by the sampler, after the file was opened
+    ["--sampler", "pcfg", "--lang", "anbn"],
+    ["--lang", "first", "--min-len", "0", "--max-len", "0"],
+])
+def test_a_refused_sample_leaves_the_out_file_as_it_was(tmp_path, args):
+    out = tmp_path / "d.txt"
+    out.write_text("kept\n")
+    one_error_line(run_satsim("sample", "--lang", "dyck1", "-n", "5", *args, "--out", str(out)))
+    assert out.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["d.txt"]
+
+
+def test_a_sample_on_a_full_disk_leaves_the_old_file_and_no_temporary_one(tmp_path):
+    out = tmp_path / "d.jsonl"
+    out.write_text("kept\n")
+    args = [sys.executable, "-m", "satsim", "sample", "--lang", "dyck1", "-n", "2000", "--json"]
+    full = subprocess.run([*args, "--out", str(out)], capture_output=True, text=True,
+                          preexec_fn=file_size_limit(4096), timeout=600)
+    assert f"the disk is full ({out})" in one_error_line(full)
+    assert out.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["d.jsonl"]
+    device = subprocess.run([*args, "--out", "/dev/full"], capture_output=True, text=True,
+                            timeout=600)
+    assert "the disk is full (/dev/full)" in one_error_line(device)
+    assert not Path("/dev/full").is_file()  # written in place, never renamed onto
+    whole = run_satsim("sample", "--lang", "dyck1", "-n", "20", "--json", "--out", str(out))
+    assert whole.returncode == 0 and len(out.read_text().splitlines()) == 20
 
 
 @pytest.mark.parametrize("args", [

@@ -8,6 +8,7 @@ saving leaves the previous checkpoint intact; loading never unpickles (``weights
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,11 @@ def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
 
     spec_path(run, step).parent.mkdir(parents=True, exist_ok=True)
     replace_atomically(lambda tmp: save_spec(spec, str(tmp)), spec_path(run, step))
-    replace_atomically(lambda tmp: torch.save(state, tmp), state_path(run, step))
+    # Serialised in memory, written by Python: torch's own file writer reports a full disk as
+    # a RuntimeError, Python as an OSError that says what happened.
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    replace_atomically(lambda tmp: tmp.write_bytes(buffer.getvalue()), state_path(run, step))
 
 
 @dataclass

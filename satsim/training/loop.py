@@ -106,7 +106,8 @@ class _Metrics:
                                   "metrics are damaged") from None
             if step < start:
                 kept.append(line)
-        path.write_text("".join(line + "\n" for line in kept))
+        text = "".join(line + "\n" for line in kept)
+        replace_atomically(lambda tmp: tmp.write_text(text), path)
 
     def write(self, row: dict) -> None:
         with self.path.open("a") as handle:
@@ -264,7 +265,8 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     final_eval = trainer.held_out()
     trainer.elapsed = time.perf_counter() - clock
     trainer.checkpoint(config.steps)
-    save_spec(trainer.model.to_spec(), str(run / "final.safetensors"))
+    final = trainer.model.to_spec()
+    replace_atomically(lambda tmp: save_spec(final, str(tmp)), run / "final.safetensors")
     norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
     summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"
