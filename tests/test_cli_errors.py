@@ -255,6 +255,47 @@ def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
     assert not (tmp_path / "t.png").exists()
 
 
+@pytest.mark.parametrize("command", [["trace", "--lang", "dyck1", "()"],
+                                     ["saturation", "--lang", "dyck1"],
+                                     ["homogeneity"], ["projection"]])
+def test_a_plot_format_matplotlib_cannot_write_is_refused_before_any_work(tmp_path, command):
+    result = run_satsim(*command, "--plot", str(tmp_path / "t.txt"))
+    line = one_error_line(result)
+    assert "--plot: matplotlib cannot write .txt files; end the name with " in line
+    assert ".png" in line and result.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+SMALL_FIGURES = {
+    "homogeneity": (["--seeds", "1", "--layers", "1", "--d-model", "8", "--heads", "2",
+                     "--d-ff", "4"], "satsim.papers.homogeneity.plot", "plot_curves",
+                    "cosine of the pooled encoder output"),
+    "projection": (["--variants", "ffn", "--scales", "1-3", "--accuracies", "0.8",
+                    "--seeds", "1", "-n", "16"], "satsim.papers.projection.plots",
+                   "write_figure", "ρ*"),
+}
+
+
+@pytest.mark.parametrize("command", list(SMALL_FIGURES))
+def test_results_are_printed_before_a_figure_that_fails_to_write(tmp_path, command):
+    args, module, function, printed = SMALL_FIGURES[command]
+    patch = (f"import errno, {module}\n"
+             "def full(*args, **kwargs):\n"
+             "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+             f"{module}.{function} = full")
+    result = patched_satsim(patch, command, *args, "--plot", str(tmp_path / "f.png"))
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(errors) == 1 and "the disk is full" in errors[0]  # beside the progress label
+    assert printed in result.stdout
+
+
+def test_run_with_standard_input_closed_is_one_line():
+    result = subprocess.run([sys.executable, "-m", "satsim", "run", "--lang", "dyck1"],
+                            capture_output=True, text=True, stdin=None, timeout=600,
+                            preexec_fn=lambda: os.close(0))  # as `satsim run ... 0<&-`
+    assert "give STRINGS, or pipe one string per line" in one_error_line(result)
+
+
 def test_a_large_bin_reports_progress_and_scores_as_one_call(monkeypatch):
     import languages
     from satsim import constructions

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from satsim.cli.main import cli
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec
+from satsim.training.checkpoint import load_checkpoint
 from satsim.training.config import TrainConfig
 from satsim.training.data import run_data
 from satsim.training.init import initial_spec
@@ -221,6 +222,15 @@ def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
     again = load_spec(str(tmp_path / "run" / "final.safetensors")).tensors()
     assert all(np.array_equal(final[name], again[name]) for name in final)
     assert [row["step"] for row in rows(tmp_path / "run")] == [0, 10, 20, 30, 39]
+
+
+def test_an_empty_optimizer_state_is_a_damaged_checkpoint(tmp_path):
+    # An empty file's error has no message, whose first line the refusal used to read.
+    train(TrainConfig(**{**SMALL, "steps": 20}), tmp_path / "run")
+    (tmp_path / "run" / "checkpoints" / "step-00000020.state.pt").write_bytes(b"")
+    with pytest.raises(SatsimError, match=r"cannot read checkpoint state .*step-00000020"
+                                          r"\.state\.pt: EOFError$"):
+        load_checkpoint(tmp_path / "run", 20)
 
 
 def test_a_half_written_last_metrics_line_is_dropped_on_resume(tmp_path):

@@ -105,6 +105,23 @@ class OutputPath(click.Path):
         return str(check(value, option))
 
 
+class PlotPath(OutputPath):
+    """A figure file: an OutputPath whose extension matplotlib can write (none: PNG)."""
+
+    def convert(self, value, param, ctx):
+        """Check the path and its format now, before any work; a bad one is one line."""
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        path = super().convert(value, param, ctx)
+        formats = FigureCanvasBase.get_supported_filetypes()
+        suffix = path.rpartition(".")[2].lower() if "." in path.rpartition("/")[2] else ""
+        if suffix and suffix not in formats:
+            option = param.opts[0] if param is not None and param.opts else "plot"
+            raise SatsimError(f"{option}: matplotlib cannot write .{suffix} files; end the "
+                              f"name with {', '.join('.' + f for f in sorted(formats))}")
+        return path
+
+
 def with_model_options(fn, language_required: bool = True):
     """Attach the options that choose a language, a model and an attention kind."""
     for option in reversed(MODEL_OPTIONS):

@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from satsim.cli.options import OutputPath, count, get_language, load_model
+from satsim.cli.options import PlotPath, count, get_language, load_model
 from satsim.errors import SatsimError
 
 
@@ -95,7 +95,7 @@ def _plot(result, path: str) -> None:
 @click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--exact/--no-exact", default=True, show_default=True,
               help="Also compare with the exact limit (asymptotic expansion; slower).")
-@click.option("--plot", "plot_path", type=OutputPath(), default=None,
+@click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Draw the curves into this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, max_len, seed,

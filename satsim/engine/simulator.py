@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -55,9 +56,19 @@ class Trace:
 
     def tie_set(self, layer: int, head: int, query: int) -> np.ndarray:
         """Positions in the tie set of ``query`` at (``layer``, ``head``), recomputed exactly."""
+        if not 0 <= layer < len(self.layers):
+            raise SatsimError(f"layer {layer} is out of range: the model has "
+                              f"{len(self.layers)} blocks (0–{len(self.layers) - 1})")
         trace = self.layers[layer]
         if trace is None:
             raise SatsimError(f"block {layer} has no attention")
+        heads, length = len(trace.queries), trace.queries[0].shape[0]
+        if not 0 <= head < heads:
+            raise SatsimError(f"head {head} is out of range: block {layer} has {heads} heads "
+                              f"(0–{heads - 1})")
+        if not 0 <= query < length:
+            raise SatsimError(f"query {query} is out of range: the input has {length} positions "
+                              f"(0–{length - 1})")
         q = trace.queries[head][query : query + 1]
         keys = trace.keys[head]
         if trace.causal:
@@ -65,6 +76,15 @@ class Trace:
         mask = tie_sets(q, keys, causal=False, atol=self.settings.atol, rtol=self.settings.rtol,
                         scale=trace.scale)
         return np.flatnonzero(mask[0])
+
+
+def _check_input_list(strings: Any) -> None:
+    """Refuse what is not a list of inputs (one string, None, a number) in one line."""
+    if isinstance(strings, (str, bytes)):
+        raise SatsimError("pass a list of strings, not a single string")
+    if not hasattr(strings, "__iter__"):
+        raise SatsimError(f"pass a list of inputs (strings, token sequences or token ids), "
+                          f"got {type(strings).__name__}")
 
 
 class Simulator:
@@ -105,8 +125,7 @@ class Simulator:
 
     def encode(self, strings: Sequence[Input]) -> list[np.ndarray]:
         """Token ids of each input (BOS/EOS added); a symbol outside the vocab raises."""
-        if isinstance(strings, str):
-            raise SatsimError("pass a list of strings, not a single string")
+        _check_input_list(strings)
         encode_one = encoder(self.spec)
         ids = [encode_one(s) for s in strings]
         if any(len(seq) == 0 for seq in ids):
@@ -121,8 +140,7 @@ class Simulator:
         The same ids as :meth:`encode`; text of one-character symbols goes in one pass over the
         joined strings, errors are the same.
         """
-        if isinstance(strings, str):
-            raise SatsimError("pass a list of strings, not a single string")
+        _check_input_list(strings)
         spec = self.spec
         if not (spec.character_symbols and all(isinstance(s, str) for s in strings)):
             ids = self.encode(strings)

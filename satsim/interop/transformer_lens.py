@@ -230,6 +230,9 @@ def from_transformer_lens(model: Any, name: str | None = None) -> ModelSpec:
         raise SatsimError("TransformerLens 4's TransformerBridge is not supported (it loads "
                           "models from the hub by name); pass a TransformerLens 3.x "
                           "HookedTransformer")
+    if not hasattr(model, "cfg") or not hasattr(model, "state_dict"):
+        raise SatsimError(f"from_transformer_lens needs a HookedTransformer, got "
+                          f"{type(model).__name__}")
     cfg = model.cfg
     check_config(cfg)
     state = _StateDict(model.state_dict())

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from satsim.errors import SatsimError, WeightsFileError
+from satsim.errors import SatsimError, WeightsFileError, first_line
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -77,9 +77,18 @@ def save_spec(spec: ModelSpec, path: str | Path) -> None:
     """
     from safetensors.numpy import save
 
+    if not isinstance(spec, ModelSpec):
+        raise SatsimError(f"save_spec needs a ModelSpec, got {type(spec).__name__}")
+    _check_path(path, "save_spec")
     tensors = {name: np.ascontiguousarray(a) for name, a in spec.tensors().items()}
     metadata = {METADATA_KEY: json.dumps(spec_config(spec))}
     Path(path).write_bytes(save(tensors, metadata=metadata))
+
+
+def _check_path(path: Any, what: str) -> None:
+    """Refuse a path that is not a string or path-like object in one line."""
+    if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
+        raise SatsimError(f"{what} needs a file path, got {type(path).__name__}")
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -93,7 +102,7 @@ def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
             metadata = handle.metadata() or {}
             tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
     except Exception as error:  # safetensors raises several unrelated types on corrupt input
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = first_line(error)
         raise WeightsFileError(f"{path} is not a readable safetensors file ({reason})") from None
     if METADATA_KEY not in metadata:
         raise WeightsFileError(f"{path} has no satsim configuration in its metadata")
@@ -247,6 +256,7 @@ def _build_spec(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> Model
 
 def load_spec(path: str | Path) -> ModelSpec:
     """Read a spec saved by :func:`save_spec`; any problem becomes a one-line WeightsFileError."""
+    _check_path(path, "load_spec")
     path = Path(path)
     config, tensors = _read_file(path)
     try:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from satsim.errors import SatsimError
+from satsim.errors import SatsimError, first_line
 from satsim.model.io import load_spec, save_spec
 from satsim.model.spec import ModelSpec
 from satsim.output import replace_atomically
@@ -84,5 +84,5 @@ def load_checkpoint(run: Path, step: int) -> Checkpoint:
         state = torch.load(state_path(run, step), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many kinds for a damaged file
         raise SatsimError(f"cannot read checkpoint state {state_path(run, step)}: "
-                          f"{str(error).splitlines()[0]}") from None
+                          f"{first_line(error)}") from None
     return Checkpoint(step, spec, state)

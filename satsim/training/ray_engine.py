@@ -17,7 +17,7 @@ from pathlib import Path
 
 import ray
 
-from satsim.errors import SatsimError
+from satsim.errors import SatsimError, first_line
 from satsim.training.runs import failed_row, run_one
 
 RETRIES = 3
@@ -53,7 +53,7 @@ def connect(address: str | None) -> bool:
                  log_to_driver=False)
     except ConnectionError as error:
         raise SatsimError(f"cannot join a Ray cluster at {given}: "
-                          f"{str(error).splitlines()[0]}") from None
+                          f"{first_line(error)}") from None
     return True
 
 
@@ -66,7 +66,7 @@ def _check_reachable(given: str) -> None:
         resolved = canonicalize_bootstrap_address(given)
     except (ConnectionError, ValueError) as error:
         raise SatsimError(f"no Ray cluster at address {given!r} "
-                          f"({str(error).splitlines()[0]}); {advice}") from None
+                          f"({first_line(error)}); {advice}") from None
     host, _, port = resolved.rpartition(":")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
@@ -125,7 +125,7 @@ def _rows(todo: list[dict], root: Path, cpus_per_run: int, gpus_per_run: float |
                 yield {**failed_row(planned, f"internal error: {type(cause).__name__}: {cause}"),
                        "traceback": str(error)}
             except ray.exceptions.RayError as error:
-                yield failed_row(planned, f"Ray gave up on it: {str(error).splitlines()[0]}")
+                yield failed_row(planned, f"Ray gave up on it: {first_line(error)}")
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)

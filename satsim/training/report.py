@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from satsim.errors import SatsimError
+from satsim.errors import SatsimError, first_line
 from satsim.model.io import load_spec
 from satsim.model.spec import ModelSpec
 from satsim.training.checkpoint import spec_path, spec_steps
@@ -72,7 +72,7 @@ def _read_json(path: Path, what: str):
     except FileNotFoundError:
         raise SatsimError(f"no {what} at {path}") from None
     except (OSError, ValueError) as error:
-        raise SatsimError(f"cannot read {what} {path}: {str(error).splitlines()[0]}") from None
+        raise SatsimError(f"cannot read {what} {path}: {first_line(error)}") from None
 
 
 def read_metrics(path: Path) -> list[dict]:
