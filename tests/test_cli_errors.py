@@ -73,6 +73,10 @@ def test_user_errors_are_not_value_errors():
     (["saturation", "--lang", "dyck1", "-n", "99999999999999999999"], "the largest number"),
     (["eval", "--lang", "dyck1", "--seed", "-1"], "is not in the range"),
     (["sample", "--lang", "dyck1", "--task", "nope"], "'nope' is not one of"),
+    (["eval", "--lang", "dyck1", "--model", ""], "'--model': an empty path names nothing"),
+    (["sample", "--lang", "dyck1", "--out", ""], "'--out': an empty path names nothing"),
+    (["train", "--out", ""], "'--out': an empty path names nothing"),  # it trained into "."
+    (["report", ""], "'RUN': an empty path names nothing"),
 ])
 def test_usage_errors_are_one_line(args, message):
     line = one_error_line(run_satsim(*args))
@@ -184,6 +188,11 @@ def test_training_settings_out_of_range_are_one_line(tmp_path, args, message):
     line = one_error_line(run_satsim("train", "--lang", "dyck1", "--out", str(tmp_path / "run"),
                                      *args))
     assert message in line and not (tmp_path / "run").exists()
+
+
+def test_a_model_path_that_is_no_regular_file_says_so():
+    line = one_error_line(run_satsim("eval", "--lang", "dyck1", "--model", "/dev/null"))
+    assert line == "error: /dev/null is not a regular file; give a weights file (.safetensors)"
 
 
 def test_the_simulator_estimates_a_long_strings_memory_before_running(monkeypatch):

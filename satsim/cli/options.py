@@ -67,6 +67,20 @@ def count(minimum: int = 0) -> click.IntRange:
     return Count(min=minimum, max=MAX_COUNT)
 
 
+class NonEmptyPath(click.Path):
+    """click's Path, refusing an empty one by name (Path("") would be the current folder)."""
+
+    def convert(self, value, param, ctx):
+        """The path, after click's checks; "" is a usage error."""
+        return super().convert(self.given(value, param, ctx), param, ctx)
+
+    def given(self, value, param, ctx):
+        """``value``, unless it is empty (a usage error)."""
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path names nothing; give a path", param, ctx)
+        return value
+
+
 LANGUAGE_OPTION = click.option("--lang", "lang_name", required=True,
                                help="Language (see `satsim languages`).")
 OPTIONAL_LANGUAGE_OPTION = click.option(
@@ -74,7 +88,7 @@ OPTIONAL_LANGUAGE_OPTION = click.option(
     help="Language (see `satsim languages`): its construction, and its oracle beside the "
          "answers. Optional with --model.")
 MODEL_OPTIONS = [
-    click.option("--model", "model_path", type=click.Path(dir_okay=False),
+    click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False),
                  help="A saved model spec (.safetensors); default: the language's construction."),
     click.option("--task", type=click.Choice(LANGUAGE_TASKS),
                  default="recognition", show_default=True,
@@ -88,7 +102,7 @@ MODEL_OPTIONS = [
 ]
 
 
-class OutputPath(click.Path):
+class OutputPath(NonEmptyPath):
     """A file or folder a command writes, checked when the options are parsed, before any work."""
 
     def __init__(self, folder: bool = False) -> None:
@@ -102,7 +116,7 @@ class OutputPath(click.Path):
 
         option = param.opts[0] if param is not None and param.opts else "output"
         check = check_output_folder if self.folder else check_output_file
-        return str(check(value, option))
+        return str(check(self.given(value, param, ctx), option))
 
 
 class PlotPath(OutputPath):

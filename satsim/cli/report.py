@@ -6,11 +6,11 @@ import json
 
 import click
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import NonEmptyPath, OutputPath, count
 
 
 @click.command("report")
-@click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False))
+@click.argument("run_dir", metavar="RUN", type=NonEmptyPath(file_okay=False))
 @click.option("--plot", "plot_dir", type=OutputPath(folder=True), default=None,
               help="Write the figures (PNG) into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from satsim.cli.options import PlotPath, count, get_language, load_model
+from satsim.cli.options import NonEmptyPath, PlotPath, count, get_language, load_model
 from satsim.errors import SatsimError
 
 
@@ -80,7 +80,7 @@ def _plot(result, path: str) -> None:
 @click.command("saturation")
 @click.option("--lang", "lang_name", default=None,
               help="Language: its construction (unless --model) and its test strings.")
-@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False), default=None,
               help="A saved model spec (.safetensors).")
 @click.option("--scales", "scales_text", default="1,2,5,10,100,1000", show_default=True,
               help="Scales c at which to run the soft twin.")

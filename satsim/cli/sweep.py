@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from satsim.cli.options import NonEmptyPath
 from satsim.errors import SatsimError
 
 
@@ -41,7 +42,7 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
 
 
 @click.command("sweep")
-@click.option("--out", "out", type=click.Path(file_okay=False), required=True,
+@click.option("--out", "out", type=NonEmptyPath(file_okay=False), required=True,
               help="Sweep folder: plan.json, runs/NAME per run, results/NAME.json per "
               "finished run, results.jsonl.")
 @click.option("--lang", default="", help="Languages, comma-separated.")

@@ -19,7 +19,7 @@ from satsim.engine.resources import SYMBOL_BYTES, check_memory
 from satsim.errors import SatsimError
 from satsim.model.encoding import Input, encoder, input_text, symbol_table
 from satsim.model.readout import decode
-from satsim.model.settings import AttentionSettings, tie_tolerance
+from satsim.model.settings import AttentionSettings, overflow_remedy, tie_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import tie_sets
 
@@ -76,6 +76,15 @@ class Trace:
         mask = tie_sets(q, keys, causal=False, atol=self.settings.atol, rtol=self.settings.rtol,
                         scale=trace.scale)
         return np.flatnonzero(mask[0])
+
+
+def _back_to_back(ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Encoded inputs as one int32 array, with each input's start and length."""
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    joined = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+    return joined.astype(np.int32), starts, lengths
 
 
 def _check_input_list(strings: Any) -> None:
@@ -143,12 +152,7 @@ class Simulator:
         _check_input_list(strings)
         spec = self.spec
         if not (spec.character_symbols and all(isinstance(s, str) for s in strings)):
-            ids = self.encode(strings)
-            lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-            starts = np.zeros(len(lengths), dtype=np.int64)
-            np.cumsum(lengths[:-1], out=starts[1:])
-            joined = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-            return joined.astype(np.int32), starts, lengths
+            return _back_to_back(self.encode(strings))
         table = symbol_table(spec)
         # BOS and EOS become two code points just past the symbols' table, joined in place.
         marks = {}
@@ -175,9 +179,8 @@ class Simulator:
         bad = (ids.size and ids.min() < 0) or (lengths.size and lengths.min() == 0)
         for mark, _ in marks.values():  # a mark's code point inside a string is no symbol
             bad = bad or np.count_nonzero(codes == ord(mark)) != len(strings)
-        if bad:
-            self.encode(strings)  # raises the error naming the string and the symbol
-            raise SatsimError(f"strings do not encode for model {spec.name!r}")  # not reached
+        if bad:  # tokens separated by spaces, or the error naming the string and the symbol
+            return _back_to_back(self.encode(strings))
         starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         return ids, starts, lengths
@@ -238,7 +241,7 @@ class Simulator:
         if not np.isfinite(logits).all():
             raise SatsimError(f"model {self.spec.name!r} gives logits that are not finite on "
                               f"these inputs (an activation overflowed {self.spec.dtype}); "
-                              "use float64 or smaller weights")
+                              f"use {overflow_remedy(self.spec.dtype)}")
 
     def _batches(self, ids: list[np.ndarray]) -> Iterator[list[int]]:
         """Group string indices of similar length so that padding stays small."""

@@ -251,6 +251,6 @@ def from_transformer_lens(model: Any, name: str | None = None) -> ModelSpec:
         output=output, positional=positional,
         norm="none" if cfg.normalization_type is None else "pre", ln_final=ln_final,
         parallel=bool(cfg.parallel_attn_mlp),
-        name=name or str(getattr(cfg, "model_name", "transformer_lens")),
+        name=name or str(getattr(cfg, "model_name", None) or "transformer_lens"),
         description="imported from a TransformerLens HookedTransformer")
     return spec if state.float64 else spec.astype(np.float32)

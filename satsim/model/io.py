@@ -86,17 +86,22 @@ def save_spec(spec: ModelSpec, path: str | Path) -> None:
 
 
 def _check_path(path: Any, what: str) -> None:
-    """Refuse a path that is not a string or path-like object in one line."""
+    """Refuse a path that is not a string or path-like object, or is empty, in one line."""
     if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
         raise SatsimError(f"{what} needs a file path, got {type(path).__name__}")
+    if str(path) == "":
+        raise SatsimError(f"{what} needs a file path, got an empty one")
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read the configuration and tensors, turning every low-level failure into one message."""
     from safetensors import safe_open
 
-    if not path.is_file():
+    if not path.exists():
         raise WeightsFileError(f"no such weights file: {path}")
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "not a regular file"
+        raise WeightsFileError(f"{path} is {what}; give a weights file (.safetensors)")
     try:
         with safe_open(str(path), framework="numpy") as handle:
             metadata = handle.metadata() or {}
@@ -259,6 +264,8 @@ def load_spec(path: str | Path) -> ModelSpec:
     _check_path(path, "load_spec")
     path = Path(path)
     config, tensors = _read_file(path)
+    if config.get("name") in (None, ""):  # unnamed: known by its file
+        config = {**config, "name": path.stem}
     try:
         return spec_from_parts(config, tensors)
     except SatsimError as error:

@@ -301,6 +301,8 @@ class ModelSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "vocab", tuple(self.vocab))
         object.__setattr__(self, "dim_names", tuple(self.dim_names))
+        if not isinstance(self.name, str) or not self.name:
+            raise SpecError(f"a model's name must be a non-empty string, got {self.name!r}")
         if isinstance(self.residual, (list, tuple)):
             object.__setattr__(self, "residual", tuple(bool(flag) for flag in self.residual))
         object.__setattr__(self, "blocks", tuple(self.blocks))
