@@ -191,6 +191,10 @@ def test_cli_json_and_plots(tmp_path):
     ("no-metrics", [], "no metrics"),
     ("bad-metrics", [], "line 2 is not JSON"),
     ("ok", ["--bins", "5-1"], "bad length bin"),
+    # It ran for minutes and then ran out of memory: refused before any work now.
+    ("ok", ["--bins", "2-10,100000-100000", "-n", "2"],
+     "the saturated limit of strings of 100,000 symbols (its exact expansion keeps every pair "
+     "of positions) needs about"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path, setup, args, message, monkeypatch,
                                                    capsys):
@@ -207,6 +211,25 @@ def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path, setup, args, messag
     stderr = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in stderr, stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("layers", "heads"), [(1, 2), (2, 3)])
+def test_the_exact_expansion_memory_estimate_covers_what_it_holds(layers, heads):
+    import tracemalloc
+
+    from satsim.saturation import leading_order
+    from satsim.saturation.exact import exact_limit, exact_limit_bytes
+
+    spec = random_spec(1, n_layers=layers, n_heads=heads, positional="none")
+    string = "ab" * 100
+    tracemalloc.start()
+    try:
+        exact_limit(leading_order(spec).source, string)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = exact_limit_bytes(spec, len(string) + 1)
+    assert peak <= estimate <= 3 * peak
 
 
 def test_the_report_command_does_not_import_torch_until_it_runs():

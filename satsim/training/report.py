@@ -241,6 +241,7 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
         raise SatsimError(f"the final model is a {run.final.output.task} model, but the run's "
                           f"task is {run.config['task']}")
     bins = tuple(bins) if bins else default_bins(run.config.get("split"))
+    check_limit_memory(run.final, bins)
     limit_spec = limit(run.final)
     saturated = LimitPredictor(run.final)
     tell = progress or (lambda line: None)
@@ -264,6 +265,24 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     return Report(run, fit_growth(*run.series("norm")), _fits(run.named_series("norm_layers")),
                   _fits(run.named_series("norm_groups")), direction_to_final(run), pairs, roles,
                   (len(strings), low, high), limit_spec.name, n, seed, device, notes)
+
+
+def check_limit_memory(spec: ModelSpec, bins: Sequence[tuple[int, int]]) -> None:
+    """Refuse bins whose longest string the saturated limit could not expand in free memory.
+
+    A string the leading-order network cannot answer takes the exact expansion, whose memory
+    grows with the square of its length: checked for the longest string before any work.
+    """
+    from satsim.engine.resources import check_memory
+    from satsim.saturation.exact import exact_limit_bytes
+
+    cap = max_string_length(spec)
+    longest = max(high for _, high in bins)
+    longest = longest if cap is None else min(longest, cap)
+    tokens = longest + (spec.bos is not None) + (spec.eos is not None)
+    check_memory(exact_limit_bytes(spec, tokens),
+                 f"the saturated limit of strings of {longest:,} symbols (its exact expansion "
+                 "keeps every pair of positions)", "lower the longest of --bins")
 
 
 def _num(value, spec: str = ".4f") -> str:
