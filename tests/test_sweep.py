@@ -82,6 +82,17 @@ def test_cli_plans_runs_and_refuses_bad_grids(tmp_path):
         assert message in str(bad.exception)
 
 
+def test_the_table_orders_held_out_sets_by_their_lengths(capsys):
+    from satsim.cli.sweep import _table
+
+    row = {"name": "s0", "theta_norm": 1.0, "elapsed": 2.0,
+           "eval": {"test-102-150": 0.1, "validation": 0.9, "test-52-100": 0.5, "test-8-9": 0.7}}
+    _table([row])
+    header, line = capsys.readouterr().out.splitlines()
+    assert header.split()[1:5] == ["test-8-9", "test-52-100", "test-102-150", "validation"]
+    assert line.split()[1:5] == ["0.7000", "0.5000", "0.1000", "0.9000"]
+
+
 def test_a_sweep_with_a_mistyped_language_writes_nothing(tmp_path):
     # It used to write plan.json and run it, and every corrected sweep into the folder was
     # refused as another plan.

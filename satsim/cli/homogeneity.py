@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
 from satsim.cli.options import PlotPath, count
+from satsim.cli.progress import progressbar
 from satsim.papers.homogeneity.curves import PROTOCOLS, REFERENCE_C
 
 
@@ -47,7 +47,7 @@ def command(protocol, seeds, first_seed, layers, d_model, heads, d_ff, device, d
 
     where = resolve_device(device)
     total = len(PROTOCOLS[protocol]) * seeds
-    with click.progressbar(length=total, label=f"{protocol} curves", file=sys.stderr) as bar:
+    with progressbar(total, f"{protocol} curves") as bar:
         curves = homogeneity_curves(protocol, seeds, sizes, first_seed=first_seed,
                                     device=str(where), dtype=dtype,
                                     on_curve=lambda: bar.update(1))

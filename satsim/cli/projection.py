@@ -7,11 +7,11 @@ imported inside the command function only (``satsim eval`` must not pay for them
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
 from satsim.cli.options import PlotPath, count
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 
 DEFAULT_VARIANTS = "attention,attention-no-bias,ffn,ffn-no-bias,ffn-no-bias-no-residual"
@@ -93,7 +93,7 @@ def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, h
     check_grid(scales, accuracies)
     seed_list = list(range(first_seed, first_seed + seeds))
     total = len(variants) * len(seed_list) * len(scales)
-    with click.progressbar(length=total, label="projection", file=sys.stderr) as bar:
+    with progressbar(total, "projection") as bar:
         run = run_experiment(variants, scales, accuracies, seed_list, n=n, hidden=hidden,
                              classes=classes, scale_head=scale_head,
                              head_bias=not no_head_bias, on_scale=lambda: bar.update(1))

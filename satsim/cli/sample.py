@@ -8,6 +8,7 @@ import click
 
 from languages.datasets import PRESETS, SAMPLERS, TASKS
 from satsim.cli.options import OutputPath, count
+from satsim.cli.progress import progressbar
 from satsim.output import replace_atomically
 
 PROGRESS_FROM = 200_000  # show a progress bar (on stderr) from this many symbols on
@@ -69,8 +70,8 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
                  "lower -n or --max-len")
 
     def write(handle) -> None:
-        with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
-                               hidden=total * longest < PROGRESS_FROM) as bar:
+        with progressbar(total, f"sampling {language.name}",
+                         hidden=total * longest < PROGRESS_FROM) as bar:
             for row in datasets.build(language, n, preset=preset, min_len=min_len,
                                       max_len=max_len, task=task, negatives=negatives,
                                       sampler=sampler, seed=seed, progress=bar.update):

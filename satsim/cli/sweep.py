@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
-import sys
+import re
 
 import click
 
 from satsim.cli.options import NonEmptyPath
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
+
+
+def _by_numbers(name: str) -> list:
+    """A sort key that reads the numbers in a name as numbers: test-52-100 before test-102-150."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _table(rows: list[dict]) -> None:
     """Print one line per run: name, held-out accuracies (— where a set is empty), ‖θ‖, time."""
-    splits = sorted({split for row in rows for split in row.get("eval", {})})
+    splits = sorted({split for row in rows for split in row.get("eval", {})}, key=_by_numbers)
     click.echo(f"{'run':<28} " + " ".join(f"{s:>13}" for s in splits) + f" {'‖θ‖':>9} {'s':>7}")
     for row in rows:
         if "error" in row:
@@ -84,8 +90,8 @@ def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_ru
             return
         ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
         check_plan(configs, out)
-        with click.progressbar(length=len(configs), label=f"sweep of {len(configs)} runs",
-                               file=sys.stderr, item_show_func=lambda name: name) as bar:
+        with progressbar(len(configs), f"sweep of {len(configs)} runs",
+                         item_show_func=lambda name: name) as bar:
             rows = run_sweep(configs, out, jobs=jobs, engine=engine, ray_options=ray_options,
                              on_result=lambda row: bar.update(1, row["name"]))
     if as_json:

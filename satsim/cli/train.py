@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import click
 from click.core import ParameterSource
 
 from satsim.cli.options import OutputPath, count
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.output import check_output_folder
 from satsim.training.checkpoint import holds_run
@@ -93,9 +93,8 @@ def command(context, out, resume, threads, as_json, **settings) -> None:
             # The bar opens after the first step, so that its clock (and so its time estimate)
             # leaves out the set-up, the held-out evaluation at step 0 and any resumed steps.
             if not bars:
-                bars.append(stack.enter_context(click.progressbar(
-                    length=max(config.steps - first_step[0], 0), label=f"training {config.lang}",
-                    file=sys.stderr)))
+                bars.append(stack.enter_context(progressbar(
+                    max(config.steps - first_step[0], 0), f"training {config.lang}")))
             bars[0].update(steps)
 
         try:

@@ -222,10 +222,13 @@ def _fits(series: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, GrowthF
 
 def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None, n: int = 100,
                  seed: int = 0, *, device: str = "auto", soft_max_len: int = 2048,
-                 roles_n: int = 50, progress: Callable[[str], None] | None = None) -> Report:
+                 roles_n: int = 50, progress: Callable[[str], None] | None = None,
+                 on_strings: Callable[[str, tuple[int, int], int, int], None] | None = None
+                 ) -> Report:
     """Read the run at ``path`` and compute every part of its report.
 
-    ``progress`` hears a line as each bin of each model and the head roles are done.
+    ``progress`` hears a line as each bin of each model and the head roles are done;
+    ``on_strings`` (model, bin, strings done, strings in the bin) as each tenth of a bin is.
     """
     import languages
     from satsim.analysis.head_roles import roles_from_tie_sizes
@@ -248,7 +251,8 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     pairs = evaluate_bins(run.final, saturated, language, bins, n, seed, device=device,
                           soft_max_len=soft_max_len,
                           on_bin=lambda model, b: tell(f"{model}, bin {b.min_len}–{b.max_len}: "
-                                                       f"accuracy {b.accuracy:.4f}"))
+                                                       f"accuracy {b.accuracy:.4f}"),
+                          on_strings=on_strings)
     low, high = bins[0]
     cap = max_string_length(limit_spec)
     high = high if cap is None else min(high, cap)
