@@ -82,6 +82,14 @@ def test_cli_plans_runs_and_refuses_bad_grids(tmp_path):
         assert message in str(bad.exception)
 
 
+def test_a_sweep_too_big_for_memory_is_refused_before_writing(tmp_path):
+    configs = plan({**TINY, "d_model": 100_000}, {"seed": [0, 1]})
+    with pytest.raises(SatsimError, match="2 runs at once, the largest training with d_model "
+                                          "100000, .* needs about .* or --jobs$"):
+        run_sweep(configs, tmp_path / "s", jobs=2)
+    assert not (tmp_path / "s").exists()
+
+
 def test_the_table_orders_held_out_sets_by_their_lengths(capsys):
     from satsim.cli.sweep import _table
 

@@ -7,7 +7,7 @@ import re
 
 import click
 
-from satsim.cli.options import NonEmptyPath
+from satsim.cli.options import NonEmptyPath, count
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 
@@ -58,13 +58,13 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
               help="Any other training setting to sweep (repeatable).")
 @click.option("--set", "fixed", multiple=True, metavar="KEY=VALUE",
               help="A setting shared by every run (repeatable), e.g. steps=500.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", type=count(1), default=1, show_default=True,
               help="Runs at once (one process each, one torch thread each).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Run here (--jobs processes) or as Ray tasks (needs satsim[ray]).")
 @click.option("--address", default=None,
               help="Ray cluster to join (default: RAY_ADDRESS, else a local cluster).")
-@click.option("--cpus-per-run", type=click.IntRange(min=1), default=None,
+@click.option("--cpus-per-run", type=count(1), default=None,
               help="CPUs (and torch threads) of each Ray task [default: 1].")
 @click.option("--gpus-per-run", type=click.FloatRange(min=0), default=None,
               help="GPUs of each Ray task [default: 1 for --set device=cuda, else 0].")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from satsim.errors import SatsimError
 from satsim.output import replace_atomically
+from satsim.training.budget import check_training_memory, training_bytes
 from satsim.training.config import TrainConfig
 from satsim.training.runs import canonical_settings, read_json, result_row, run_one
 
@@ -149,6 +150,8 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
         if recorded is not None and "error" not in recorded:
             rows[planned["name"]] = recorded
     todo = [planned for planned in configs if planned["name"] not in rows]
+    if engine == "local" and todo:
+        _check_memory(todo, min(jobs, len(todo)))
     with ExitStack() as stack:
         if engine == "ray" and todo:  # joined before writing: a cluster not found leaves nothing
             from satsim.training.ray_engine import ray_rows, session
@@ -159,6 +162,19 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
         else:
             arriving = _local_rows(todo, root, jobs)
         return _record_rows(configs, root, rows, arriving, on_result)
+
+
+def _check_memory(todo: list[dict], at_once: int) -> None:
+    """Refuse, before writing, runs that would not fit in free memory ``at_once`` at a time."""
+    import languages
+
+    sizes = []
+    for planned in todo:
+        config = TrainConfig.from_dict(planned["settings"])
+        alphabet = len(languages.get(config.lang).alphabet)
+        sizes.append((training_bytes(config, alphabet), config, alphabet))
+    _, config, alphabet = max(sizes, key=lambda size: size[0])
+    check_training_memory(config, alphabet, runs=at_once)
 
 
 def _record_rows(configs: list[dict], root: Path, rows: dict, arriving: Iterator[dict],
