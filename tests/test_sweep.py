@@ -266,3 +266,40 @@ def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tm
         steps = [row["step"] for row in map(json.loads, (run / "metrics.jsonl").open())
                  if "step" in row]
         assert steps == sorted(set(steps)) and steps[-1] == settings["steps"] - 1
+
+
+def tear(path) -> None:
+    """Cut a file in half, as a failing disk or a careless copy would."""
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def test_torn_sweep_files_give_the_same_weights_or_a_refusal_naming_them(tmp_path):
+    configs = plan(TINY, {"seed": [0, 1]})
+    whole = tmp_path / "whole"
+    reference = run_sweep(configs, whole)
+
+    def copy(name: str):
+        shutil.copytree(whole, tmp_path / name)
+        return tmp_path / name
+
+    for torn in ("plan.json", "results/s0.json", "runs/s0/config.json"):
+        root = copy(torn.replace("/", "-"))
+        tear(root / torn)
+        with pytest.raises(SatsimError, match=f"cannot read {root / torn} .*move it away"):
+            run_sweep(configs, root)
+    root = copy("results-table")  # the table is written, never read: it is written again
+    tear(root / "results.jsonl")
+    assert run_sweep(configs, root) == reference
+    root = copy("summary")  # a run whose summary is torn fails alone, with the file named
+    (root / "results" / "s0.json").unlink()
+    tear(root / "runs" / "s0" / "summary.json")
+    rows = run_sweep(configs, root)
+    assert "cannot read" in rows[0]["error"] and "summary.json" in rows[0]["error"]
+    assert rows[1] == reference[1]
+    root = copy("checkpoint")  # an unfinished run with a torn newest checkpoint resumes
+    for done in ("results/s1.json", "runs/s1/summary.json", "runs/s1/final.safetensors"):
+        (root / done).unlink()
+    tear(root / "runs" / "s1" / "checkpoints" / "step-00000012.safetensors")
+    rows = run_sweep(configs, root)
+    assert rows[1]["resumed_from"] == 6
+    assert same_weights(root / "runs" / "s1", whole / "runs" / "s1")
