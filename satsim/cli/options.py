@@ -148,9 +148,9 @@ def with_model_options_language_optional(fn):
     return with_model_options(fn, language_required=False)
 
 
-INPUT_HELP = ("An input is a string of symbols; for a model whose symbols are not all one "
-              "character (a tracr import, say), its tokens separated by spaces, in one argument: "
-              "'1 10 3'.")
+INPUT_HELP = ("An input is a string of symbols, or its tokens separated by spaces in one "
+              "argument ('1 10 3'), which a model whose symbols are not all one character (a "
+              "tracr import, say) needs.")
 """How ``run`` and ``trace`` read an input, for their help."""
 
 
