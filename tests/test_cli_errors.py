@@ -153,6 +153,16 @@ def test_a_sample_on_a_full_disk_leaves_the_old_file_and_no_temporary_one(tmp_pa
     assert whole.returncode == 0 and len(out.read_text().splitlines()) == 20
 
 
+def test_a_sample_into_a_link_writes_through_it(tmp_path):
+    # Renamed onto, a link (/dev/stdout among them) would become a file of its own.
+    target, link = tmp_path / "data.jsonl", tmp_path / "link.jsonl"
+    target.write_text("kept\n")
+    link.symlink_to(target)
+    done = run_satsim("sample", "--lang", "dyck1", "-n", "5", "--json", "--out", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and len(target.read_text().splitlines()) == 5
+
+
 @pytest.mark.parametrize("args", [
     ["eval", "--lang", "dyck1", "-n", "2000000000"],
     ["sample", "--lang", "dyck1", "-n", "2000000000"],
