@@ -2,6 +2,7 @@
 
 from languages import answers, regular_suite, tomita  # noqa: F401  (they register languages)
 from languages.base import EOS, Language, LanguageError
+from languages.binary import BINARY_ADDITION, BINARY_MULTIPLICATION, COMPUTE_SQRT
 from languages.blocks import Blocks
 from languages.dyck import Dyck
 from languages.dyck1 import DYCK1, Dyck1, depth, depth_profile, max_depth
@@ -11,6 +12,15 @@ from languages.registry import get, names, register, register_family
 from languages.regular import RegularLanguage, dfa_graph
 from languages.reset_dyck import ResetDyck1
 from languages.shuffle import ShuffleDyck
+from languages.stack import STACK_MANIPULATION
+from languages.transforms import (
+    BUCKET_SORT,
+    MARKED_COPY,
+    MARKED_REVERSAL,
+    ODDS_FIRST,
+    MissingDuplicate,
+    UnmarkedReversal,
+)
 
 for _language in (
     Dyck(2),
@@ -23,6 +33,16 @@ for _language in (
     Blocks("abcd"),
     Majority(),
     ResetDyck1(),
+    STACK_MANIPULATION,
+    MARKED_REVERSAL,
+    UnmarkedReversal(),
+    MARKED_COPY,
+    MissingDuplicate(),
+    ODDS_FIRST,
+    BUCKET_SORT,
+    BINARY_ADDITION,
+    BINARY_MULTIPLICATION,
+    COMPUTE_SQRT,
 ):
     register(_language)
 register_family(r"dyck-([1-4])-(\d+)", Dyck, "dyck-K-M (K = 1..4 bracket types, depth M = 1..1000)")

@@ -1,7 +1,10 @@
 """Input-then-answer languages: a transduction task turned into a language by appending the answer.
 
-The tasks come from Deletang et al. 2023; FLaRe recognises them the same way. Both are regular,
-so both are DFAs; they add a transduction view (input -> answer) and a "wrong-answer" near miss.
+The tasks come from Deletang et al. 2023; FLaRe recognises them the same way. All are regular,
+so all are DFAs; they add a transduction view (input -> answer) and a "wrong-answer" near miss.
+modular-arithmetic evaluates with the usual precedence (Deletang et al.); FLaRe's
+modular-arithmetic-simple evaluates from left to right, so 1+2*3 is 2 in the first and 4 in the
+second; the precedence answer is a near miss of modular-arithmetic-simple.
 """
 
 from __future__ import annotations
@@ -96,8 +99,59 @@ ARITHMETIC = AnswerLanguage(
     "modular-arithmetic",
     dfa_graph(DIGITS + "+-*=", ("num", 0, 1), _arith_step, lambda q: q == ("done",)),
     "an expression over 0-4 with + - * (usual precedence), then = and its value mod 5",
-    (DELETANG, BUTOI_FLARE),
+    (DELETANG,),
     "regular (not star-free)",
 )
 ARITHMETIC.separator = "="
 register(ARITHMETIC)
+
+
+def _left_to_right_step(q: tuple, a: str) -> tuple | None:
+    """Evaluate from left to right with no precedence (FLaRe's "simple" rule), over Z_5.
+
+    ("num", v, op) waits for a number n to make v op n (the first number: op None); ("op", v)
+    holds the value so far; ("eq", v) waits for the answer v.
+    """
+    phase = q[0]
+    if phase == "num":
+        if a not in DIGITS:
+            return None
+        v, op, n = q[1], q[2], int(a)
+        return ("op", (n if op is None else {"+": v + n, "-": v - n, "*": v * n}[op]) % MODULUS)
+    if phase == "op":
+        if a in "+-*":
+            return ("num", q[1], a)
+        return ("eq", q[1]) if a == "=" else None
+    if phase == "eq":
+        return ("done",) if a in DIGITS and int(a) == q[1] else None
+    return None
+
+
+class LeftToRight(AnswerLanguage):
+    """Modular arithmetic from left to right; the usual-precedence answer is a near miss."""
+
+    negative_labels = (*GENERIC, "wrong-answer", "precedence")
+
+    def _can_precedence(self, length: int) -> bool:
+        return length % 2 == 1 and length >= 7  # at least two operators: a+b*c=d
+
+    def _negs_precedence(self, lengths: np.ndarray, rng: np.random.Generator) -> list[str | None]:
+        """The answer with * before + and − (modular-arithmetic's), where that differs."""
+        out: list[str | None] = []
+        for w in self._positives_for_lengths(lengths, rng):
+            expression = w[:-2]
+            usual = ARITHMETIC.answer(expression)
+            out.append(None if usual == w[-1] else f"{expression}={usual}")
+        return out
+
+
+SIMPLE_ARITHMETIC = LeftToRight(
+    "modular-arithmetic-simple",
+    dfa_graph(DIGITS + "+-*=", ("num", 0, None), _left_to_right_step, lambda q: q == ("done",)),
+    "an expression over 0-4 with + - * evaluated from left to right (no precedence), then = "
+    "and its value mod 5",
+    (BUTOI_FLARE,),
+    "regular (not star-free)",
+)
+SIMPLE_ARITHMETIC.separator = "="
+register(SIMPLE_ARITHMETIC)

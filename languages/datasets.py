@@ -48,8 +48,16 @@ PRESETS: dict[str, tuple[Split, ...]] = {
     ),
     # Deletang et al. 2023: train lengths U(1, 40), test 41-500.
     "deletang": (Split("train", 1, 40), Split("test", 41, 500, 0.2)),
-    # FLaRe: train 0-40, validation 0-80, test 0-500 (short test strings unseen in training).
-    "flare": (Split("train", 0, 40), Split("validation", 0, 80, 0.1), Split("test", 0, 500, 0.1)),
+    # FLaRe (Butoi et al. 2025): its five splits and their sizes for 10,000 training strings
+    # (github.com/rycolab/flare). FLaRe keeps only test-short-held-out apart from the others;
+    # here, as in every preset, no string is in two splits.
+    "flare": (
+        Split("train", 0, 40),
+        Split("validation-short", 0, 40, 0.1),
+        Split("validation-long", 0, 80, 0.1),
+        Split("test", 0, 500, 0.501),
+        Split("test-short-held-out", 0, 40, 0.1),
+    ),
     # satsim: train short; held-out short strings; then bins up to thousands of symbols.
     "satsim": (
         Split("train", 0, 40),

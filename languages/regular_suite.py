@@ -1,7 +1,7 @@
 """Small regular languages of the transformer literature, each a DFA.
 
-Parity, (aa)*, (abab)*, D_n, first and even pairs; those that count modulo a number are not
-star-free.
+Parity, (aa)*, (abab)*, (01)* (FLaRe's repeat-01), D_n, first and even pairs; those that count
+modulo a number are not star-free.
 """
 
 from __future__ import annotations
@@ -12,18 +12,23 @@ from languages.regular import RegularLanguage, dfa_graph
 
 
 def _parity(name: str, odd: int, what: str) -> RegularLanguage:
-    """Binary strings whose number of 1s has parity ``odd``."""
+    """Binary strings whose number of 1s has parity ``odd`` (FLaRe's parity is the odd one)."""
     return RegularLanguage(
         name,
         dfa_graph("01", 0, lambda q, a: q ^ (a == "1"), lambda q: q == odd),
         f"binary strings with {what} number of 1s",
-        (HAHN, BHATTAMISHRA, CHIANG, DELETANG),
+        (HAHN, BHATTAMISHRA, CHIANG, DELETANG, *((BUTOI_FLARE,) if odd else ())),
         "regular",
     )
 
 
-def _cycle(name: str, word: str, alphabet: str, refs: tuple[str, ...]) -> RegularLanguage:
-    """Strings of the form word* (a cycle of len(word) states, 0 accepting)."""
+def _cycle(name: str, word: str, alphabet: str, refs: tuple[str, ...],
+           kind: str = "regular (not star-free)") -> RegularLanguage:
+    """Strings of the form word* (a cycle of len(word) states, 0 accepting).
+
+    word* is star-free iff word is primitive (not a power of a shorter word): (aa)* and (abab)*
+    count modulo 2, (01)* does not.
+    """
     n = len(word)
     return RegularLanguage(
         name,
@@ -32,7 +37,7 @@ def _cycle(name: str, word: str, alphabet: str, refs: tuple[str, ...]) -> Regula
         ),
         f"({word})*: zero or more repetitions of {word}",
         refs,
-        "regular (not star-free)",
+        kind,
     )
 
 
@@ -69,6 +74,7 @@ for language in (
     _parity("parity-odd", 1, "an odd"),
     _cycle("aa-star", "aa", "a", (BHATTAMISHRA,)),
     _cycle("abab-star", "abab", "ab", (BHATTAMISHRA,)),
+    _cycle("repeat-01", "01", "01", (BUTOI_FLARE,), "star-free regular"),
     _d(2),
     _d(3),
     _d(4),

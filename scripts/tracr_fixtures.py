@@ -53,7 +53,17 @@ def reverse(max_seq_len: int):
     return lib.make_reverse(rasp.tokens), ["a", "b", "c", "d"]
 
 
-PROGRAMS = {f.__name__: f for f in (frac_prevs, pair_balance, length, hist, sort_unique, reverse)}
+def sort_freq(max_seq_len: int):
+    """Tokens sorted by descending frequency; categorical output.
+
+    Its MLPs turn 1/(w + 1) into counts with slopes mlp_exactness, so float32's rounding reaches
+    the one-hot directions that later queries read.
+    """
+    return lib.make_sort_freq(max_seq_len=max_seq_len), ["a", "b", "c", "d"]
+
+
+PROGRAMS = {f.__name__: f for f in (frac_prevs, pair_balance, length, hist, sort_unique, reverse,
+                                     sort_freq)}
 DISTINCT_TOKENS = {"sort_unique"}
 
 

@@ -2,7 +2,9 @@
 
 The oracle is TransformerLens 3.9.0 itself: its float64 logits and every hook, stored in
 tests/data/tl by scripts/tl_configs.py (always run), and real models built from the same configs
-(marked ``transformer_lens``; they fail, not skip, without the extra).
+(marked ``transformer_lens``; they fail, not skip, without the extra). A fixture's model object
+cannot run, so it is imported without the check against the model (``check=False``); the real
+models are imported with it. tests/test_interop_tl_checks.py holds the checks themselves.
 """
 
 import dataclasses
@@ -29,6 +31,16 @@ ROUNDING = 1e-12
 NOT_IN_THE_TWIN = ("hook_scale", "hook_result", "hook_q_input", "hook_k_input", "hook_v_input",
                    "hook_attn_in", "hook_mlp_in", "hook_tokens")
 """TransformerLens hooks the soft twin does not record (the rest must match)."""
+
+
+def imported(model, **settings):
+    """The spec of a fixture's model object, which cannot run: without the self-check."""
+    return from_transformer_lens(model, check=False, **settings)
+
+
+def test_a_model_that_cannot_run_is_not_imported_unchecked():
+    with pytest.raises(SatsimError, match="cannot be run to check the import against"):
+        from_transformer_lens(load("relu_ln_2l").model)
 
 
 def relative_error(ours: np.ndarray, theirs: np.ndarray) -> float:
@@ -76,7 +88,7 @@ def compare(spec, tokens, logits, cache):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_soft_twin_and_the_simulator_match_transformer_lens_to_rounding(name):
     fixture = load(name)
-    spec = from_transformer_lens(fixture.model)
+    spec = imported(fixture.model)
     assert spec.dtype == np.float64
     errors = compare(spec, fixture.tokens, fixture.logits, fixture.cache)
     worst = max(errors, key=errors.get)
@@ -99,7 +111,7 @@ def test_the_fixtures_cover_the_acceptance_configs():
 
 def test_the_spec_reads_like_the_model():
     fixture = load("silu_rms_2l_attn_scale_1.7")
-    spec = from_transformer_lens(fixture.model, name="tiny")
+    spec = imported(fixture.model, name="tiny")
     assert spec.name == "tiny" and spec.vocab == tuple("012345")
     assert spec.output.labels == tuple("012345") and spec.bos is None and spec.eos is None
     assert spec.output.task == "categorical" and spec.output.readout == "per-position"
@@ -107,13 +119,13 @@ def test_the_spec_reads_like_the_model():
     assert spec.blocks[0].attn.score_scale == pytest.approx(1 / 1.7)
     assert spec.blocks[0].mlp.activation == "silu" and spec.blocks[0].ln1.eps == 1e-5
     assert spec.positional.W_pos.shape == (8, 8)
-    zero_bias = from_transformer_lens(load("silu_rmspre_1l_zero_bias").model)
+    zero_bias = imported(load("silu_rmspre_1l_zero_bias").model)
     assert zero_bias.blocks[0].attn.b_Q is not None and not zero_bias.blocks[0].attn.b_Q.any()
 
 
 def test_an_output_vocabulary_of_its_own_gives_its_own_labels():
     fixture = load("silu_ln_1l_vocab_out_4")
-    spec = from_transformer_lens(fixture.model)
+    spec = imported(fixture.model)
     assert spec.vocab == tuple("012345") and spec.output.labels == tuple("0123")
     assert fixture.logits.shape[-1] == 4
 
@@ -124,16 +136,16 @@ def test_a_setting_the_importer_does_not_know_is_refused_unless_at_its_default()
     newer = dataclasses.make_dataclass("NewerConfig", [*fields, ("use_new_trick", bool, False)])
     model = with_settings(load("relu_ln_2l"))
     model.cfg = newer(use_new_trick=False)
-    from_transformer_lens(model)
+    imported(model)
     model.cfg = newer(use_new_trick=True)
     with pytest.raises(SatsimError, match="use_new_trick=True .* does not know"):
-        from_transformer_lens(model)
+        imported(model)
 
 
 def test_a_transformer_bridge_is_refused_by_name():
     bridge = type("TransformerBridge", (), {"cfg": load("relu_ln_2l").model.cfg})()
     with pytest.raises(SatsimError, match="TransformerBridge is not supported"):
-        from_transformer_lens(bridge)
+        imported(bridge)
 
 
 def test_a_float32_model_gives_a_float32_spec():
@@ -142,7 +154,7 @@ def test_a_float32_model_gives_a_float32_spec():
              for k, v in fixture.model.state_dict().items()}
     model = with_settings(fixture)
     model._state = state
-    spec = from_transformer_lens(model)
+    spec = imported(model)
     assert spec.dtype == np.float32
     np.testing.assert_array_equal(spec.W_E, state["embed.W_E"].numpy())
 
@@ -152,11 +164,11 @@ def test_weights_the_config_does_not_explain_are_refused():
     model = with_settings(fixture)
     model._state["blocks.0.mlp.W_gate"] = torch.zeros(8, 12, dtype=torch.float64)
     with pytest.raises(SatsimError, match=r"has 'blocks.0.mlp.W_gate', which .* does not use"):
-        from_transformer_lens(model)
+        imported(model)
     model = with_settings(fixture)
     del model._state["blocks.1.ln2.b"]
     with pytest.raises(SatsimError, match="no 'blocks.1.ln2.b'"):
-        from_transformer_lens(model)
+        imported(model)
 
 
 # The refusals without transformer-lens: a fixture's config with one setting changed.
@@ -165,9 +177,11 @@ def test_weights_the_config_does_not_explain_are_refused():
     ("positional_embedding_type", "alibi", "ALiBi"),
     ("positional_embedding_type", "shortformer", "query and key inputs only"),
     ("use_local_attn", True, "local attention windows"),
+    ("use_local_attn", "yes", "local attention windows"),
     ("attn_scores_soft_cap", 2.0, "soft cap on attention scores"),
     ("output_logits_soft_cap", 2.0, "soft cap on the logits"),
     ("n_key_value_heads", 1, "grouped-query attention"),
+    ("n_key_value_heads", 0, "grouped-query attention"),
     ("gated_mlp", True, "gated MLP"),
     ("act_fn", "solu_ln", "SoLU followed by a LayerNorm"),
     ("act_fn", "gelu_fast", "10-digit constant"),
@@ -179,21 +193,41 @@ def test_weights_the_config_does_not_explain_are_refused():
     ("act_fn", "relu2", "squared ReLU"),
     ("use_qk_norm", True, "RMSNorm on queries and keys"),
     ("clip_qkv", 0.5, "clamped"),
+    ("clip_qkv", 0.0, "clamped"),
+    ("attn_scale", -2.0, "not a positive number"),
+    ("attn_scale", 0.0, "not a positive number"),
+    ("parallel_attn_mlp", True, "an MLP the model does not have"),
     ("use_logn_attn", True, "log-length"),
     ("use_attention_sinks", True, "sinks"),
     ("post_embedding_ln", True, "after the embedding"),
     ("use_normalization_before_and_after", True, "sublayer outputs"),
     ("num_experts", 2, "mixture of experts"),
     ("load_in_4bit", True, "4-bit"),
-    ("quantization_method", "bitsandbytes", "quantised"),
     ("normalization_type", "LNPost", "unknown norm"),
 ])
 def test_each_unsupported_setting_is_a_one_line_error_naming_it(setting, value, named):
-    model = with_settings(load("relu_ln_2l"), **{setting: value})
+    base = "attn_only_ln_1l" if setting == "parallel_attn_mlp" else "relu_ln_2l"
+    model = with_settings(load(base), **{setting: value})
     with pytest.raises(SatsimError) as error:
-        from_transformer_lens(model)
+        imported(model)
     message = str(error.value)
     assert "\n" not in message and f"{setting}={value!r}" in message and named in message
+
+
+# Each field "on" by TransformerLens's own test of it: these values leave the forward unchanged.
+@pytest.mark.parametrize("setting, value", [
+    ("use_local_attn", 0),  # `if not cfg.use_local_attn`
+    ("attn_scores_soft_cap", 0.0),  # `cap is not None and cap > 0`
+    ("output_logits_soft_cap", -1.0),
+    ("num_experts", 0),  # `if cfg.num_experts`
+    ("original_architecture", "GptOssForCausalLM"),  # picks a kind of experts only
+    ("original_architecture", "GPT2LMHeadModel"),
+    ("quantization_method", "mxfp4"),  # read by the loader, never by the forward pass
+])
+def test_a_setting_off_by_transformer_lens_rule_imports(setting, value):
+    fixture = load("relu_ln_2l")
+    spec = imported(with_settings(fixture, **{setting: value}))
+    assert relative_error(simulator_logits(spec, fixture.tokens), fixture.logits) <= ROUNDING
 
 
 # (c) Scaling an imported model by c converges to satsim's limit, every activation and norm.
@@ -234,13 +268,13 @@ def assert_converges(spec):
 @pytest.mark.parametrize("act_fn", ACTIVATIONS)
 def test_a_scaled_imported_model_converges_to_the_limit_for_every_activation_and_norm(act_fn,
                                                                                       norm):
-    assert_converges(from_transformer_lens(
+    assert_converges(imported(
         with_settings(load("relu_ln_2l"), act_fn=act_fn, normalization_type=norm)))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_imported_fixture_scaled_converges_to_the_limit(name):
-    assert_converges(from_transformer_lens(load(name).model))
+    assert_converges(imported(load(name).model))
 
 
 # (b) Live: real HookedTransformers, built from the same configs.

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lang_refs import REFERENCE, all_strings
+from lang_refs import REFERENCE, all_strings, members
 
 import languages
 from languages import LanguageError, paths
 from languages.base import EDITS
+from languages.binary import PiecewiseGeometric, _geometric_total
 from languages.exact import WeightedChoice, refine_choice, uniform_below
 
 NAMES = languages.names()
@@ -213,3 +214,34 @@ def test_exact_choices(weights, seed):
     assert weights[j] > 0
     below = cumulative[j - 1] if j else 0
     assert below <= (u + 2**-53) * cumulative[-1] and u * cumulative[-1] < cumulative[j]
+
+
+@pytest.mark.parametrize(("name", "longest"), [
+    ("stack-manipulation", 13), ("binary-addition", 13), ("binary-multiplication", 13),
+    ("compute-sqrt", 16), ("missing-duplicate-string", 16), ("bucket-sort", 11),
+])
+def test_counts_agree_with_the_members_listed_from_the_definition(name, longest):
+    listed = Counter(len(s) for s in members(name, longest))
+    lang = languages.get(name)
+    assert [lang.count(n) for n in range(longest + 1)] == [listed[n] for n in range(longest + 1)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 40), st.integers(1, 40), st.integers(0, 2**32))
+def test_the_addition_widths_are_drawn_with_their_geometric_weights(n, c, seed):
+    widths = PiecewiseGeometric(n, c)
+    weights = [2 ** (min(a, c) + min(n - a, c)) for a in range(1, n)]
+    assert widths.choice.total == sum(weights)
+    assert [_geometric_total(*run) for run in widths.runs] == [
+        sum(weights[lo - 1 : hi]) for lo, hi, _, _ in widths.runs]
+    assert 1 <= widths.pick(np.random.default_rng(seed)) <= n - 1
+
+
+def test_the_width_draw_is_exactly_weighted():
+    widths, rng = PiecewiseGeometric(9, 3), np.random.default_rng(5)
+    weights = {a: 2 ** (min(a, 3) + min(9 - a, 3)) for a in range(1, 9)}
+    total = 40_000
+    counts = Counter(widths.pick(rng) for _ in range(total))
+    expected = {a: total * w / sum(weights.values()) for a, w in weights.items()}
+    chi2 = sum((counts[a] - e) ** 2 / e for a, e in expected.items())
+    assert chi2 < chi_square_bound(len(weights) - 1)

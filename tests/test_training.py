@@ -2,6 +2,8 @@
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -293,3 +295,27 @@ def test_resume_applies_more_steps_and_refuses_other_changed_options_by_name(tmp
     fewer = runner.invoke(cli, ["train", "--resume", "--out", out, "--steps", "12"],
                           standalone_mode=False)
     assert "already at step 15, past --steps 12" in str(fewer.exception)
+
+
+def test_training_reads_a_flare_folder_and_refuses_it_changed(tmp_path):
+    folder = tmp_path / "parity"  # FLaRe's name: the language is parity-odd
+    shutil.copytree(Path(__file__).parent / "data" / "flare" / "parity", folder)
+    run = tmp_path / "run"
+    args = ["train", "--data", str(folder), "--task", "next-symbol", "--steps", "4",
+            "--checkpoint-every", "2", "--log-every", "2", "--d-model", "8", "--d-head", "4",
+            "--d-mlp", "16", "--out", str(run)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "held-out split test has no next-symbols.jsonl: left out" in result.stderr
+    config = TrainConfig.load(run / "config.json")
+    positives = [s for s, label in zip((folder / "main.tok").read_text().splitlines(),
+                                       (folder / "labels.txt").read_text().split()) if label == "1"]
+    assert (config.lang, config.split, config.data) == ("parity-odd", "flare", str(folder))
+    assert config.train_size == len(positives) and len(config.data_digest) == 64
+    data = run_data(config, initial_spec(config, ("0", "1")))
+    assert data.train.strings == [s.replace(" ", "") for s in positives]
+    assert set(data.held_out) == {"validation-short", "validation-long", "test-short-held-out"}
+    labels = (folder / "labels.txt").read_text()
+    (folder / "labels.txt").write_text("0" + labels[1:] if labels[0] == "1" else "1" + labels[1:])
+    resumed = CliRunner().invoke(cli, ["train", "--resume", "--out", str(run), "--steps", "6"])
+    assert resumed.exit_code != 0 and "changed since the run started" in str(resumed.exception)

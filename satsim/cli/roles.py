@@ -21,15 +21,19 @@ from satsim.cli.options import (
 @click.option("--max-len", type=count(), default=None,
               help="Longest sampled string.  [default: 64, or --min-len if that is more]")
 @click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
+@click.option("--limit", "of_limit", is_flag=True,
+              help="Roles of the saturated limit lim f(x; cθ) (limit_tie_sizes) instead of the "
+                   "model run with saturated attention.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per head.")
 def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len, max_len, seed,
-            as_json) -> None:
+            of_limit, as_json) -> None:
     """Head roles from exact tie sets: local (a few positions) or global (most of the prefix).
 
     Strings come from the language's balanced test set with --lang, else (a saved model alone)
-    uniformly from the model's input symbols.
+    uniformly from the model's input symbols. With --limit the tie sets are those of the
+    saturated limit of the model scaled by c → ∞, as `satsim report` gives them.
     """
-    from satsim.analysis.head_roles import head_roles
+    from satsim.analysis.head_roles import head_roles, roles_from_tie_sizes
     from satsim.analysis.strings import sample_strings
     from satsim.cli.options import get_language
 
@@ -40,7 +44,12 @@ def command(lang_name, model_path, task, attention, beta, atol, rtol, n, min_len
     language = get_language(lang_name) if lang_name is not None else None
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)
     strings = sample_strings(simulator.spec, language, n, max_len, seed, min_len=min_len)
-    roles = head_roles(simulator, strings)
+    if of_limit:
+        from satsim.saturation.signs import limit_tie_sizes
+
+        roles = roles_from_tie_sizes(limit_tie_sizes(simulator.spec, strings))
+    else:
+        roles = head_roles(simulator, strings)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in roles]))
         return

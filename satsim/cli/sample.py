@@ -9,6 +9,7 @@ import click
 from languages.datasets import PRESETS, SAMPLERS, TASKS
 from satsim.cli.options import OutputPath, count
 from satsim.cli.progress import progressbar
+from satsim.errors import SatsimError
 from satsim.output import replace_atomically
 
 PROGRESS_FROM = 200_000  # show a progress bar (on stderr) from this many symbols on
@@ -23,6 +24,17 @@ def _plain(row: dict) -> str:
     else:
         fields = [row["string"], "1" if row["label"] else "0", row["source"]]
     return "\t".join(([row["split"]] if row["split"] != "sample" else []) + fields)
+
+
+def _write_flare(folder: str, language, rows: list[dict]) -> None:
+    """Write the records in FLaRe's layout: strings, labels, next-symbol sets per split."""
+    from languages import flare
+
+    by_split: dict[str, list[dict]] = {}
+    for row in rows:
+        by_split.setdefault(row["split"], []).append(row)
+    splits = {name: flare.split_of_records(language, split) for name, split in by_split.items()}
+    flare.write_dataset(folder, splits, language)
 
 
 @click.command("sample")
@@ -48,8 +60,12 @@ def _plain(row: dict) -> str:
 @click.option("--out", "out_path", type=OutputPath(), default=None,
               help="Write to this file instead of standard output.")
 @click.option("--list-negatives", is_flag=True, help="List the language's negative generators.")
+@click.option("--flare", "flare_dir", type=OutputPath(folder=True), default=None,
+              help="Write FLaRe's dataset folder instead (main.tok, labels.txt, "
+                   "next-symbols.jsonl, ...; the training split at its root, the others in "
+                   "datasets/<split>/); FLaRe's tokens, recognition records.")
 def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, max_depth, seed,
-            as_json, out_path, list_negatives) -> None:
+            as_json, out_path, list_negatives, flare_dir) -> None:
     """Sample a dataset of a language: uniform positives, oracle-checked labelled negatives."""
     import languages
     from languages import datasets
@@ -68,6 +84,20 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
     check_memory(max(strings_bytes(split.size(n), (split.min_len + split.max_len) / 2)
                      for split in splits), f"-n {n} with lengths up to {longest}",
                  "lower -n or --max-len")
+    if flare_dir is not None:
+        if out_path or as_json or task == "transduction":
+            raise SatsimError("--flare writes a folder of strings and labels: leave out --out, "
+                              "--json and --task transduction")
+        from languages.flare import check_new_folder
+
+        check_new_folder(flare_dir)
+        with progressbar(total, f"sampling {language.name}",
+                         hidden=total * longest < PROGRESS_FROM) as bar:
+            rows = list(datasets.build(language, n, preset=preset, min_len=min_len,
+                                       max_len=max_len, task=task, negatives=negatives,
+                                       sampler=sampler, seed=seed, progress=bar.update))
+        _write_flare(flare_dir, language, rows)
+        return
 
     def write(handle) -> None:
         with progressbar(total, f"sampling {language.name}",

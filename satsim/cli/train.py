@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import OutputPath, count, get_language
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.output import check_output_folder
@@ -29,8 +29,31 @@ from satsim.training.config import (
 def _option(name: str, kind, help_text: str, **extra):
     """A --name option whose default comes from DEFAULTS."""
     flag = "--" + name.replace("_", "-")
-    return click.option(flag, name, type=kind, default=DEFAULTS[name], show_default=True,
-                        help=help_text, **extra)
+    extra.setdefault("show_default", True)
+    return click.option(flag, name, type=kind, default=DEFAULTS[name], help=help_text, **extra)
+
+
+def _read_data_folder(settings: dict, context) -> None:
+    """--data: its absolute path; --lang, --train-size and --split (flare) unless given.
+
+    The default --batch-size shrinks to a folder of fewer strings; a larger one given is refused.
+    """
+    from languages import flare
+
+    folder = Path(settings["data"]).resolve()
+    settings["data"] = str(folder)
+    given = {name for name in ("lang", "train_size", "split", "batch_size")
+             if context.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    if "split" not in given:
+        settings["split"] = "flare"  # the report's default length bins
+    if "lang" not in given:
+        settings["lang"] = flare.folder_language(folder).name
+    if "train_size" not in given:
+        split = flare.read_split(folder, get_language(settings["lang"]))
+        size = len(split.positives) if settings["task"] == "next-symbol" else len(split.strings)
+        settings["train_size"] = max(size, 1)
+    if "batch_size" not in given:
+        settings["batch_size"] = min(settings["batch_size"], settings["train_size"])
 
 
 @click.command("train")
@@ -56,6 +79,9 @@ def _option(name: str, kind, help_text: str, **extra):
 @_option("log_every", count(1), "Steps between metrics rows.")
 @_option("device", str, "auto, cpu, cuda or cuda:N.")
 @_option("dtype", click.Choice(DTYPES), "Precision of training.")
+@_option("data", str, "Train on this dataset folder in FLaRe's layout (its root split; "
+         "datasets/* held out) instead of sampling --split; --lang defaults to its language "
+         "and --train-size to all its strings.", show_default=False)
 @click.option("--out", "out", type=OutputPath(folder=True), default=None,
               help="Run directory (default runs/LANG-TASK-seedS).")
 @click.option("--resume", is_flag=True,
@@ -67,6 +93,8 @@ def _option(name: str, kind, help_text: str, **extra):
 @click.pass_context
 def command(context, out, resume, threads, as_json, **settings) -> None:
     """Train a soft transformer on a language; record norms, projections and saturation."""
+    if settings["data"]:
+        _read_data_folder(settings, context)
     default = f"runs/{settings['lang']}-{settings['task']}-seed{settings['seed']}"
     run = Path(out) if out else check_output_folder(default, "--out")  # --out: checked on parse
     if resume:

@@ -24,13 +24,14 @@ from satsim.model.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, Mod
 
 @dataclass(frozen=True)
 class LayerTrace:
-    """What one attention layer computed for a batch: per-head queries, keys, outputs, ties."""
+    """What one attention layer computed for a batch: per-head queries, keys, values, ties."""
 
     queries: np.ndarray  # (B, H, T, d_head)
     keys: np.ndarray  # (B, H, T, d_head)
     head_outputs: np.ndarray  # (B, H, T, d_v)
     tie_size: np.ndarray  # (B, H, T) int64
     tie_gap: np.ndarray  # (B, H, T) float64
+    values: np.ndarray  # (B, H, T, d_v): what each key carries
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def apply_attention(
     stacked = np.ascontiguousarray(result.output.transpose(0, 2, 1, 3).reshape(-1, heads * d_v))
     w_out = np.ascontiguousarray(attn.W_O.reshape(heads * d_v, -1))
     out = affine(stacked, w_out, bias_or_zeros(attn.b_O, x.shape[-1], x.dtype))
-    trace = LayerTrace(q, k, result.output, result.tie_size, result.tie_gap)
+    trace = LayerTrace(q, k, result.output, result.tie_size, result.tie_gap, v)
     return out.reshape(x.shape), trace
 
 

@@ -1,18 +1,20 @@
-"""tracr's compiled RASP programs as satsim specs, to run with saturated attention at any length.
+"""tracr's compiled RASP programs as satsim specs, to run with saturated attention.
 
 tracr (tracr-pypi) compiles a RASP program to a transformer whose attention approximates hard
 attention by softmax at a fixed coldness; the same weights under the simulator's saturated
-attention (attention-only β → ∞) give ``rasp.evaluate``'s outputs wherever tracr's MLPs are exact
-(docs/interop.md, section tracr). The layout read here is written down in docs/notes_tracr.md:
-haiku parameters ``token_embed/embeddings`` [V, d], ``pos_embed/embeddings`` [N + 1, d] (row 0,
-the BOS position, is zero), per layer ``transformer/layer_L/attn/{query,key,value,linear}`` and
-``transformer/layer_L/mlp/{linear_1,linear_2}`` (heads side by side in the columns), no norm,
-ReLU MLPs, residual everywhere, and a readout that projects the residual stream onto the output
-SOp's directions.
+attention (attention-only β → ∞) give ``rasp.evaluate``'s outputs wherever tracr's MLPs are exact,
+at every length up to the compiled max_seq_len (docs/interop.md, section tracr). The layout read
+here is written down in docs/notes_tracr.md: haiku parameters ``token_embed/embeddings`` [V, d],
+``pos_embed/embeddings`` [N + 1, d] (row 0, the BOS position, is zero), per layer
+``transformer/layer_L/attn/{query,key,value,linear}`` and ``transformer/layer_L/mlp/{linear_1,
+linear_2}`` (heads side by side in the columns), no norm, ReLU MLPs, residual everywhere, and a
+readout that projects the residual stream onto the output SOp's directions.
 
-:func:`spec_from_tracr_arrays` needs only NumPy; :func:`from_tracr` reads an
-``AssembledTransformerModel`` (tracr installed) and calls it; :func:`load_tracr_fixture` reads the
-fixtures ``scripts/tracr_fixtures.py`` writes.
+:func:`spec_from_tracr_arrays` needs only NumPy (and refuses a dtype whose rounding would move
+tie sets, :mod:`satsim.interop.tracr_checks`); :func:`from_tracr` reads an
+``AssembledTransformerModel`` (tracr installed), checks that ``program`` is its compiled output,
+calls :func:`spec_from_tracr_arrays` and checks the spec against ``assembled.apply``;
+:func:`load_tracr_fixture` reads the fixtures ``scripts/tracr_fixtures.py`` writes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.interop.tracr_checks import check_against_tracr, check_ties, probe_inputs
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -117,7 +120,8 @@ def spec_from_tracr_arrays(
     included); ``output_labels``: the residual labels read out, in the output encoder's order;
     ``output_values``: the program's output values in that order (categorical), or None
     (numerical). The pad token's row is dropped (no input uses it). Weights are kept as tracr
-    made them (cast to ``dtype``); the attention scale is 1/√key_size.
+    made them (cast to ``dtype``, which is refused where its rounding would move tie sets); the
+    attention scale is 1/√key_size.
     """
     if layer_norm or activation != "relu":
         raise SatsimError(f"tracr models have no layer norm and ReLU MLPs; this one has "
@@ -158,19 +162,57 @@ def spec_from_tracr_arrays(
         description=f"tracr-compiled RASP program {name}",
         dim_names=tuple(residual_labels),
     )
+    check_ties(spec, dtype, probe_inputs(spec), name)
     return spec.astype(dtype)
 
 
+def _output_directions(assembled: Any, program: Any) -> tuple[list[str], list[Any] | None]:
+    """The residual directions the output is read from, and its values (None: numerical).
+
+    ``program`` must be the compiled output: of its kind (categorical or numerical), and with its
+    label's values in the residual stream exactly the output encoder's.
+    """
+    from tracr.craft import bases
+    from tracr.rasp import rasp
+
+    label = program if isinstance(program, str) else program.label
+    output_map = getattr(assembled.output_encoder, "encoding_map", None)
+    kind = "numerical" if output_map is None else "categorical"
+    if not isinstance(program, str) and rasp.is_categorical(program) != (output_map is not None):
+        other = "numerical" if kind == "categorical" else "categorical"
+        raise SatsimError(f"program {label!r} is {other}, but tracr compiled a {kind} output; "
+                          "pass the program that was compiled")
+    prefix = f"{label}:"
+    held = sorted(name[len(prefix):] for name in assembled.residual_labels
+                  if name.startswith(prefix))
+    if output_map is None:
+        if label not in assembled.residual_labels or held:
+            raise SatsimError(f"program {label!r} is not the numerical output tracr compiled "
+                              "(no single direction of that name in the residual stream); "
+                              "pass the program that was compiled")
+        return [str(bases.BasisDirection(label))], None
+    values = [value for value, _ in sorted(output_map.items(), key=lambda item: item[1])]
+    if sorted(str(value) for value in values) != held:
+        raise SatsimError(f"program {label!r} is not the output tracr compiled: the residual "
+                          f"stream holds it with the values {held[:6]}"
+                          f"{' …' if len(held) > 6 else ''}, the output encoder has "
+                          f"{sorted(map(str, values))[:6]}; pass the program that was compiled")
+    return [str(bases.BasisDirection(label, value)) for value in values], values
+
+
 def from_tracr(assembled: Any, program: Any, *, name: str | None = None,
-               dtype: Any = np.float64) -> ModelSpec:
+               dtype: Any = np.float64, check: bool = True) -> ModelSpec:
     """A ModelSpec from tracr's ``AssembledTransformerModel``, compiled with ``compiler_bos``.
 
     ``program`` is the RASP SOp that was compiled (its label names the output directions; the
-    assembled model does not keep it). Run it with saturated attention for ``rasp.evaluate``'s
-    outputs: ``Simulator(spec).outputs([tokens])``, tokens without BOS.
+    assembled model does not keep it): a program of another kind, or whose values in the residual
+    stream are not the output encoder's, is refused. ``dtype`` float64 (the default) or float32,
+    which is refused where its rounding would move tie sets (docs/interop.md). With ``check``
+    (the default) the import runs a probe batch through ``assembled.apply`` and satsim's softmax
+    at β = 1 and refuses any difference beyond tracr's rounding; ``check=False`` skips that, for
+    speed on a model already checked. Run the spec with saturated attention for
+    ``rasp.evaluate``'s outputs: ``Simulator(spec).outputs([tokens])``, tokens without BOS.
     """
-    from tracr.craft import bases
-
     encoder = assembled.input_encoder
     if encoder is None or not getattr(encoder, "bos_token", None):
         raise SatsimError("from_tracr needs a model compiled with compiler_bos "
@@ -178,21 +220,18 @@ def from_tracr(assembled: Any, program: Any, *, name: str | None = None,
     config = assembled.model_config
     token_ids = sorted(encoder.encoding_map.items(), key=lambda item: item[1])
     label = program if isinstance(program, str) else program.label
-    output_map = getattr(assembled.output_encoder, "encoding_map", None)
-    if output_map is None:
-        values, directions = None, [bases.BasisDirection(label)]
-    else:
-        values = [value for value, _ in sorted(output_map.items(), key=lambda item: item[1])]
-        directions = [bases.BasisDirection(label, value) for value in values]
-    return spec_from_tracr_arrays(
+    directions, values = _output_directions(assembled, program)
+    spec = spec_from_tracr_arrays(
         assembled.params, num_heads=config.num_heads, key_size=config.key_size,
         causal=bool(config.causal), input_vocab=[token for token, _ in token_ids],
         bos_token=encoder.bos_token, pad_token=encoder.pad_token,
-        residual_labels=assembled.residual_labels,
-        output_labels=[str(direction) for direction in directions], output_values=values,
-        layer_norm=bool(config.layer_norm),
+        residual_labels=assembled.residual_labels, output_labels=directions,
+        output_values=values, layer_norm=bool(config.layer_norm),
         activation=getattr(config.activation_function, "__name__", "unknown"),
         name=name or str(label), dtype=dtype)
+    if check:
+        check_against_tracr(assembled, spec, probe_inputs(spec), str(label))
+    return spec
 
 
 def load_tracr_fixture(json_path: str | Path, dtype: Any = np.float64

@@ -1,13 +1,14 @@
-"""Import a TransformerLens 3.x HookedTransformer as a ModelSpec, reading its config.
+"""Import a TransformerLens 3.x HookedTransformer as a ModelSpec, and prove it before returning.
 
-``from_transformer_lens(model)`` reads ``model.cfg`` (a HookedTransformerConfig) and
-``model.state_dict()``, and the effective attention divisor ``model.blocks[l].attn.attn_scale``
-of every layer (TransformerLens ignores a custom ``attn_scale`` when ``use_attn_scale`` is off,
-so the config alone can mislead). Every config setting that changes the forward pass and that
-satsim does not represent is a one-line SatsimError naming it; every state-dict entry must be
-used, so a feature this module does not know cannot slip through as unused weights. The facts
-behind each verdict (TransformerLens 3.9.0) are in docs/notes_tl.md; the table is in
-docs/interop.md.
+``from_transformer_lens(model)`` reads ``model.cfg`` (a HookedTransformerConfig), the modules that
+run (:mod:`satsim.interop.tl_structure`: each norm's class and ε, the MLP's activation, each
+attention's divisor and mask; a config that contradicts them is refused by the field's name) and
+``model.state_dict()``. Every config setting that changes the forward pass and that satsim does
+not represent is a one-line SatsimError naming it, "on" by TransformerLens's own test of the
+field; every state-dict entry must be used, so a feature this module does not know cannot slip
+through as unused weights. Then the model and the spec's soft twin run a probe batch
+(:mod:`satsim.interop.tl_probe`) and any difference beyond rounding is refused. The facts behind
+each verdict (TransformerLens 3.9.0) are in docs/notes_tl.md; the table is in docs/interop.md.
 
 The spec's vocabulary is the token ids as strings ("0", "1", ...), its output labels likewise
 (one per column of W_U); it has no BOS or EOS (TransformerLens prepends none to token tensors),
@@ -25,6 +26,15 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.interop.tl_probe import check_against_transformer_lens
+from satsim.interop.tl_structure import (
+    Layer,
+    Norm,
+    Structure,
+    check_agreement,
+    structure_from_config,
+    structure_from_modules,
+)
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -53,12 +63,17 @@ REFUSED_POSITIONS = {
     "shortformer": "positions added to the query and key inputs only",
     "relative_positional_bias": "T5 relative position biases",
 }
-OLMO_ARCHITECTURES = ("Olmo2ForCausalLM", "Olmo3ForCausalLM", "OlmoeForCausalLM",
-                      "GptOssForCausalLM")
+OLMO_ARCHITECTURES = ("Olmo2ForCausalLM", "Olmo3ForCausalLM", "OlmoeForCausalLM")
+"""original_architecture values the blocks or the attention read (GptOssForCausalLM only picks the
+kind of mixture of experts, which num_experts refuses)."""
 
 
-def _on(value: Any) -> bool:
-    return value not in (None, False)
+def _truthy(value: Any) -> bool:
+    return bool(value)
+
+
+def _set(value: Any) -> bool:
+    return value is not None
 
 
 def _positive(value: Any) -> bool:
@@ -66,25 +81,36 @@ def _positive(value: Any) -> bool:
 
 
 REFUSED: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "use_local_attn": (_on, "local attention windows"),
+    # TransformerBlock: `if not cfg.use_local_attn`, else local windows from attn_types
+    "use_local_attn": (_truthy, "local attention windows"),
+    # softcap_enabled: `cap is not None and cap > 0`
     "attn_scores_soft_cap": (_positive, "a tanh soft cap on attention scores"),
     "output_logits_soft_cap": (_positive, "a tanh soft cap on the logits"),
-    "n_key_value_heads": (_on, "grouped-query attention"),
-    "gated_mlp": (_on, "a gated MLP"),
-    "scale_attn_by_inverse_layer_idx": (_on, "a score divisor that grows with the layer"),
-    "use_qk_norm": (_on, "RMSNorm on queries and keys"),
-    "clip_qkv": (_on, "clamped queries, keys and values"),
-    "use_logn_attn": (_on, "log-length query scaling"),
-    "use_attention_sinks": (_on, "learned attention sinks"),
-    "post_embedding_ln": (_on, "a LayerNorm after the embedding"),
-    "use_normalization_before_and_after": (_on, "extra norms on the sublayer outputs"),
-    "num_experts": (_on, "a mixture of experts"),
+    # TransformerBlock: `Attention if n_key_value_heads is None else GroupedQueryAttention`
+    "n_key_value_heads": (_set, "grouped-query attention"),
+    # MLPFactory: `if cfg.num_experts: MoE ... elif cfg.gated_mlp: GatedMLP`
+    "num_experts": (_truthy, "a mixture of experts"),
+    "gated_mlp": (_truthy, "a gated MLP"),
+    # AbstractAttention: `if cfg.scale_attn_by_inverse_layer_idx: attn_scale *= layer + 1`
+    "scale_attn_by_inverse_layer_idx": (_truthy, "a score divisor that grows with the layer"),
+    # AbstractAttention: `if cfg.use_qk_norm`, `if cfg.clip_qkv is not None`,
+    # `if cfg.use_logn_attn and not self.training` (refused in either mode),
+    # `if cfg.use_attention_sinks`
+    "use_qk_norm": (_truthy, "RMSNorm on queries and keys"),
+    "clip_qkv": (_set, "clamped queries, keys and values"),
+    "use_logn_attn": (_truthy, "log-length query scaling"),
+    "use_attention_sinks": (_truthy, "learned attention sinks"),
+    # Embed: `if cfg.post_embedding_ln`; TransformerBlock: `if use_normalization_before_and_after`
+    "post_embedding_ln": (_truthy, "a LayerNorm after the embedding"),
+    "use_normalization_before_and_after": (_truthy, "extra norms on the sublayer outputs"),
+    # TransformerBlock: `in POST_NORM_ARCHITECTURES`; AbstractAttention: q/k norms for these
     "original_architecture": (lambda v: v in OLMO_ARCHITECTURES,
-                              "post-norm blocks with q/k norms, or experts"),
-    "load_in_4bit": (_on, "4-bit quantised weights"),
-    "quantization_method": (_on, "quantised weights"),
+                              "post-norm blocks or norms on queries and keys"),
+    # AbstractAttention and the MLPs: `if cfg.load_in_4bit`
+    "load_in_4bit": (_truthy, "4-bit quantised weights"),
 }
-"""Settings that change the forward pass in a way satsim does not represent: when refused."""
+"""Settings that change the forward pass in a way satsim does not represent, each "on" by
+TransformerLens's own test of it (quoted above each entry)."""
 
 READ = ("d_model", "d_head", "n_layers", "n_ctx", "n_heads", "d_mlp", "d_vocab", "d_vocab_out",
         "eps", "act_fn", "normalization_type", "final_rms", "attn_only", "parallel_attn_mlp",
@@ -97,6 +123,8 @@ NO_EFFECT = (
     "checkpoint_index", "checkpoint_label_type", "checkpoint_value", "n_params",
     "trust_remote_code", "decoder_start_token_id", "tie_word_embeddings", "uses_rms_norm",
     "layer_norm_folding", "relative_attention_max_distance", "relative_attention_num_buckets",
+    # declared by a checkpoint and read by the loader only (which dequantises or refuses)
+    "quantization_method",
     # read only with a refused setting on
     "window_size", "attn_types", "experts_per_token", "norm_topk_prob", "train_seq_length",
     "ungroup_grouped_query_attention", "rotary_dim", "rotary_base", "rotary_base_local",
@@ -131,6 +159,9 @@ def check_config(cfg: Any) -> None:
     if not cfg.attn_only and cfg.act_fn not in ACTIVATIONS:
         reason = REFUSED_ACTIVATIONS.get(cfg.act_fn, "an unknown activation")
         raise _refuse("act_fn", cfg.act_fn, reason)
+    if cfg.attn_only and cfg.parallel_attn_mlp:
+        raise _refuse("parallel_attn_mlp", cfg.parallel_attn_mlp, "with attn_only=True, "
+                      "TransformerLens's parallel block runs an MLP the model does not have")
     if cfg.attention_dir not in ("causal", "bidirectional"):
         raise _refuse("attention_dir", cfg.attention_dir, "an unknown attention direction")
     if dataclasses.is_dataclass(cfg):
@@ -144,87 +175,89 @@ def check_config(cfg: Any) -> None:
 
 
 class _StateDict:
-    """The model's state dict as float64 arrays, handed out once each; what is left is an error."""
+    """The model's state dict, handed out once per entry as arrays; what is left is an error.
+
+    The arrays are float64 when any weight is, float32 otherwise (16-bit weights widen exactly).
+    """
 
     def __init__(self, state: Any) -> None:
-        self.arrays = {name: _float64(value) for name, value in state.items()
-                       if not name.endswith(BUFFERS)}
-        self.float64 = any(str(value.dtype).endswith("float64") for value in state.values())
+        self.tensors = {name: value for name, value in state.items()
+                        if not name.endswith(BUFFERS)}
+        wide = any(str(value.dtype).endswith("float64") for value in self.tensors.values())
+        self.dtype = np.dtype(np.float64 if wide else np.float32)
 
     def take(self, name: str) -> np.ndarray:
-        """The array ``name``; its absence is an error."""
-        if name not in self.arrays:
+        """The array ``name`` (a view where possible: the spec copies it); absent, an error."""
+        if name not in self.tensors:
             raise SatsimError(f"the TransformerLens state dict has no {name!r}, which its config "
                               "implies")
-        return self.arrays.pop(name)
+        value = self.tensors.pop(name)
+        if hasattr(value, "detach"):
+            value = value.detach().cpu()
+            value = (value.double() if self.dtype == np.float64 else value.float()).numpy()
+        return np.asarray(value, dtype=self.dtype)
 
-    def take_norm(self, name: str, norm_type: str | None, eps: float) -> LayerNormSpec | None:
-        """The norm ``name`` of a TransformerLens normalization type (None: no norm)."""
-        if norm_type is None:
+    def take_norm(self, name: str, norm: Norm | None) -> LayerNormSpec | None:
+        """The norm ``name`` as TransformerLens builds it (None: no norm)."""
+        if norm is None:
             return None
-        kind, learned = NORMS[norm_type]
+        kind, learned = NORMS[norm.type]
         w = self.take(f"{name}.w") if learned else None
         b = self.take(f"{name}.b") if learned and kind == "layer" else None
-        return LayerNormSpec(w=w, b=b, eps=float(eps), kind=kind)
+        return LayerNormSpec(w=w, b=b, eps=norm.eps, kind=kind)
 
     def check_used(self) -> None:
         """Raise if some weight was not taken: the config does not describe the model."""
-        if self.arrays:
-            name = sorted(self.arrays)[0]
+        if self.tensors:
+            name = sorted(self.tensors)[0]
             raise SatsimError(f"the TransformerLens state dict has {name!r}, which satsim's "
                               "reading of the config does not use (a feature it does not know)")
 
 
-def _float64(value: Any) -> np.ndarray:
-    """A float64 NumPy copy of a tensor or array (exact for every float type)."""
-    if hasattr(value, "detach"):
-        value = value.detach().cpu().double().numpy()
-    return np.array(value, dtype=np.float64)
-
-
-def _divisors(model: Any, n_layers: int) -> list[float]:
-    """The number each layer's attention scores are divided by, read off the modules."""
-    blocks = getattr(model, "blocks", None)
-    if blocks is None or len(blocks) != n_layers:
-        raise SatsimError("the model has no blocks[l].attn.attn_scale for each of its "
-                          f"{n_layers} layers; pass a HookedTransformer")
-    return [float(block.attn.attn_scale) for block in blocks]
-
-
-def _scale(divisor: float, d_head: int) -> float | None:
+def _scale(cfg: Any, layer: int, divisor: float, d_head: int) -> float | None:
     """The spec's score scale for a divisor: None (1/√d_head) when it is √d_head."""
     if not (math.isfinite(divisor) and divisor > 0):
-        raise SatsimError(f"TransformerLens attention divisor {divisor!r} is not positive")
+        field = "attn_scale" if cfg.use_attn_scale else "use_attn_scale"
+        raise _refuse(field, getattr(cfg, field), f"blocks.{layer}.attn divides the scores by "
+                      f"{divisor!r}, which is not a positive number")
     return None if divisor == math.sqrt(d_head) else 1.0 / divisor
 
 
-def _block(state: _StateDict, cfg: Any, layer: int, divisor: float) -> BlockSpec:
-    p = f"blocks.{layer}"
-    attn = AttentionSpec(**{name: state.take(f"{p}.attn.{name}") for name in (
-        "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")},
-        causal=cfg.attention_dir == "causal", scale=_scale(divisor, cfg.d_head))
-    ln1 = state.take_norm(f"{p}.ln1", cfg.normalization_type, cfg.eps)
-    if cfg.attn_only:
+def _block(state: _StateDict, cfg: Any, index: int, layer: Layer) -> BlockSpec:
+    p = f"blocks.{index}"
+    weights = {name: state.take(f"{p}.attn.{name}") for name in (
+        "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")}
+    d_head = weights["W_Q"].shape[-1]
+    attn = AttentionSpec(**weights, causal=layer.causal,
+                         scale=_scale(cfg, index, layer.divisor, d_head))
+    ln1 = state.take_norm(f"{p}.ln1", layer.ln1)
+    if layer.act_fn is None:
         return BlockSpec(attn=attn, ln1=ln1)
     mlp = FeedForwardSpec(**{name: state.take(f"{p}.mlp.{name}") for name in (
-        "W_in", "W_out", "b_in", "b_out")}, activation=ACTIVATIONS[cfg.act_fn])
-    ln2 = state.take_norm(f"{p}.ln2", cfg.normalization_type, cfg.eps)
-    return BlockSpec(attn=attn, mlp=mlp, ln1=ln1, ln2=ln2)
+        "W_in", "W_out", "b_in", "b_out")}, activation=ACTIVATIONS[layer.act_fn])
+    return BlockSpec(attn=attn, mlp=mlp, ln1=ln1, ln2=state.take_norm(f"{p}.ln2", layer.ln2))
 
 
-def final_norm_type(cfg: Any) -> str | None:
-    """The normalization type of ln_final: the blocks', or RMS(Pre) under LN(Pre) with final_rms."""
-    norm_type = cfg.normalization_type
-    if getattr(cfg, "final_rms", False) and norm_type in ("LN", "LNPre"):
-        return "RMS" if norm_type == "LN" else "RMSPre"
-    return norm_type
+def read_structure(model: Any) -> Structure:
+    """What the model runs: its modules checked against its config (or the config alone)."""
+    cfg = model.cfg
+    stated = structure_from_config(cfg)
+    if not hasattr(model, "named_modules"):
+        return stated
+    running = structure_from_modules(model)
+    check_agreement(cfg, stated, running)
+    return running
 
 
-def from_transformer_lens(model: Any, name: str | None = None) -> ModelSpec:
+def from_transformer_lens(model: Any, name: str | None = None, *, check: bool = True
+                          ) -> ModelSpec:
     """The ModelSpec of a TransformerLens 3.x HookedTransformer (refusing what it cannot hold).
 
     The spec is float64 when the model is, float32 otherwise (16-bit weights widen exactly).
     Vocabulary and output labels are the token ids as strings; no BOS/EOS; categorical readout.
+    With ``check`` (the default) the import runs the model and the spec's soft twin on a probe
+    batch and refuses if their logits differ beyond rounding (docs/interop.md); ``check=False``
+    skips that, for speed on a model already checked.
     """
     if type(model).__name__ == "TransformerBridge":
         raise SatsimError("TransformerLens 4's TransformerBridge is not supported (it loads "
@@ -235,12 +268,16 @@ def from_transformer_lens(model: Any, name: str | None = None) -> ModelSpec:
                           f"{type(model).__name__}")
     cfg = model.cfg
     check_config(cfg)
+    structure = read_structure(model)
+    if len(structure.layers) != cfg.n_layers:
+        raise SatsimError(f"the model has {len(structure.layers)} blocks where its config says "
+                          f"n_layers={cfg.n_layers}")
     state = _StateDict(model.state_dict())
-    divisors = _divisors(model, cfg.n_layers)
-    blocks = tuple(_block(state, cfg, layer, divisors[layer]) for layer in range(cfg.n_layers))
+    blocks = tuple(_block(state, cfg, index, layer)
+                   for index, layer in enumerate(structure.layers))
     W_E = state.take("embed.W_E")
     positional = PositionalSpec(kind="learned", W_pos=state.take("pos_embed.W_pos"))
-    ln_final = state.take_norm("ln_final", final_norm_type(cfg), cfg.eps)
+    ln_final = state.take_norm("ln_final", structure.ln_final)
     W_U = state.take("unembed.W_U")
     output = OutputSpec(W_U=W_U, b_U=state.take("unembed.b_U"),
                         labels=tuple(str(i) for i in range(W_U.shape[1])),
@@ -249,8 +286,10 @@ def from_transformer_lens(model: Any, name: str | None = None) -> ModelSpec:
     spec = ModelSpec(
         vocab=tuple(str(i) for i in range(W_E.shape[0])), W_E=W_E, blocks=blocks,
         output=output, positional=positional,
-        norm="none" if cfg.normalization_type is None else "pre", ln_final=ln_final,
-        parallel=bool(cfg.parallel_attn_mlp),
+        norm="pre" if any(layer.ln1 for layer in structure.layers) else "none",
+        ln_final=ln_final, parallel=bool(cfg.parallel_attn_mlp),
         name=name or str(getattr(cfg, "model_name", None) or "transformer_lens"),
         description="imported from a TransformerLens HookedTransformer")
-    return spec if state.float64 else spec.astype(np.float32)
+    if check:
+        check_against_transformer_lens(model, spec)
+    return spec

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from satsim.engine.kernels.expansion import expanded_attention
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
@@ -27,6 +28,7 @@ from satsim.saturation.scaling import Rates, rated
 from satsim.saturation.series import (
     NO_DEGREE,
     ORDERS,
+    SPAN,
     TOL,
     Series,
     add,
@@ -35,11 +37,10 @@ from satsim.saturation.series import (
     exp_series,
     layer_norm,
     leading,
-    product,
     ratio_series,
     relu,
     relu_like,
-    weighted_sum,
+    truncate,
 )
 
 
@@ -115,7 +116,7 @@ class TieBreak:
 
 
 def limit_weights(scores: Series, causal: bool, heads: int | None = None,
-                  n: int | None = None) -> TieBreak:
+                  n: int | None = None, orders: int = ORDERS) -> TieBreak:
     """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top.
 
     A gap at a positive degree removes a key (its weight is exponentially small). Keys tied at
@@ -150,7 +151,7 @@ def limit_weights(scores: Series, causal: bool, heads: int | None = None,
     lead = candidates if lead is None else lead
     size = candidates.sum(axis=-1)
     unresolved = unknown | ((size > 1) & (scores.floor > 0))
-    orders = ORDERS if not math.isfinite(scores.floor) else max(1, min(ORDERS, 1 - scores.floor))
+    orders = orders if not math.isfinite(scores.floor) else max(1, min(orders, 1 - scores.floor))
     a = np.stack([np.where(candidates, scores.terms.get(-m, 0.0), 0.0) for m in range(orders)])
     base = a[0] - np.where(candidates, a[0], -np.inf).max(axis=-1, keepdims=True)
     numerators = np.where(candidates, np.exp(np.where(candidates, base, 0.0)), 0.0) * exp_series(a)
@@ -182,11 +183,72 @@ def _weights_floor(scores: Series, candidates: np.ndarray, orders: int) -> float
     return -math.inf
 
 
+SCORE_CACHE = 1 << 22
+"""Score coefficients (8 bytes each) a layer may keep for every pair of query and key classes."""
+
+
+def _coefficients(x: Series) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficients from the top degree down as one contiguous array, and which are not all 0."""
+    _, stacked = x.stack()
+    stacked = np.ascontiguousarray(stacked, dtype=np.float64)
+    return stacked, (stacked != 0).reshape(len(stacked), -1).any(axis=1)
+
+
+def _key_classes(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per head, a class number for every row and a representative row of each class.
+
+    Rows (keys or queries) equal bit for bit in every coefficient share a class; k is
+    (K, H, T, e).
+    """
+    terms, heads, length, _ = k.shape
+    classes = np.zeros((heads, length), dtype=np.int64)
+    reps = np.zeros((heads, length), dtype=np.int64)
+    for h in range(heads):
+        rows = np.ascontiguousarray(k[:, h].transpose(1, 0, 2).reshape(length, -1))
+        as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        _, first, inverse = np.unique(as_bytes, return_index=True, return_inverse=True)
+        classes[h] = inverse.ravel()
+        reps[h, : len(first)] = first
+    return classes, reps
+
+
+def limit_attention(q: Series, k: Series, v: Series, scale: float, causal: bool,
+                    orders: int = ORDERS) -> tuple[HeadLimit, np.ndarray, Series]:
+    """Limit attention of one layer, (H, T, e) series in, through the compiled kernel.
+
+    The same limit as :func:`limit_weights` followed by :func:`weighted_sum` (their NumPy
+    statement), computed query by query: the lower score degrees only for the keys still tied.
+    Returns the tie statistics, per (head, query) whether the leading tie set's mean differs
+    from the limit's at the values' top degree (NaN: unknown), and the output series.
+    """
+    q_terms, q_live = _coefficients(q)
+    k_terms, k_live = _coefficients(k)
+    v_terms, v_live = _coefficients(v)
+    top = q.top + k.top
+    floor = max(q.floor + k.top, k.floor + q.top)
+    low = (q.top - len(q_terms) + 1) + (k.top - len(k_terms) + 1)
+    if low < top - SPAN + 1:
+        floor = max(floor, top - SPAN + 1)
+    kept = orders if not math.isfinite(floor) else max(1, min(orders, 1 - int(floor)))
+    classes, reps = _key_classes(k_terms)
+    query_classes, _ = _key_classes(q_terms)
+    z, lead_size, size, split_at, unresolved, moved, lower_agree = expanded_attention(
+        q_terms, q_live, k_terms, k_live, v_terms, v_live, classes, reps, query_classes, top,
+        float(floor), low, float(scale), causal, kept, TOL, SCORE_CACHE)
+    exact_weights = not math.isfinite(floor) and bool(lower_agree.all())
+    weights_floor = -math.inf if exact_weights else -(kept - 1)
+    out_floor = max(weights_floor + v.top, v.floor)
+    terms = {v.top - g: z[g] for g in range(len(z)) if v.top - g >= out_floor}
+    head = HeadLimit(lead_size, size, split_at, unresolved)
+    return head, moved, truncate(terms, out_floor)
+
+
 class _Evaluator(Backend[Series]):
     """Walks one string through a spec, expansion by expansion, collecting findings."""
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, orders: int = ORDERS) -> None:
         self.spec = spec if spec.dtype == np.float64 else spec.astype(np.float64)
+        self.orders = orders
         self.findings: list[Finding] = []
         self.heads: list[HeadLimit] = []
         self.length = 0  # tokens of the string being run
@@ -213,7 +275,7 @@ class _Evaluator(Backend[Series]):
     def norm(self, x: Series, ln: LayerNormSpec, name: str) -> Series:
         """LayerNorm or RMSNorm of a series, noting undetermined and vanishing rows."""
         where = f"{name}.hook_normalized"
-        y, lead = layer_norm(x, ln.eps, ln.centred)
+        y, lead = layer_norm(x, ln.eps, ln.centred, self.orders)
         alive = lead > NO_DEGREE
         for position in np.flatnonzero(np.isnan(y.terms[0]).all(axis=-1)):
             self.findings.append(Finding(
@@ -243,22 +305,15 @@ class _Evaluator(Backend[Series]):
         q = self.linear(x, "td,hde->hte", attn.W_Q, attn.b_Q, (h, 1, -1))
         k = self.linear(x, "td,hde->hte", attn.W_K, attn.b_K, (h, 1, -1))
         v = self.linear(x, "td,hde->hte", attn.W_V, attn.b_V, (h, 1, -1))
-        raw = product(q, k, "hte,hse->hts")
-        scores = Series({d: t * attn.score_scale for d, t in raw.terms.items()}, raw.floor)
-        ties = limit_weights(scores, attn.causal, h, self.length)
-        self.heads.append(ties.head)
-        self.report(ties, v.terms[v.top], where)
-        z = weighted_sum(ties.weights, v, ties.support)
+        head, change, z = limit_attention(q, k, v, attn.score_scale, attn.causal, self.orders)
+        self.heads.append(head)
+        values = np.nan_to_num(v.terms[v.top])
+        moved = ~(change <= TOL * max(float(np.abs(values).max()), 1e-300))  # NaN: unknown
+        self.report(head, moved, where)
         return self.linear(z, "hte,hed->td", attn.W_O, attn.b_O)
 
-    def report(self, ties: TieBreak, top_values: np.ndarray, where: str) -> None:
+    def report(self, head: HeadLimit, moved: np.ndarray, where: str) -> None:
         """Record tie sets split below the leading order (and whether that moves the output)."""
-        head = ties.head
-        lead = ties.lead / np.maximum(ties.lead.sum(axis=-1, keepdims=True), 1)
-        limit = np.nan_to_num(ties.weights.terms[0])
-        values = np.nan_to_num(top_values)
-        moved = np.abs(np.einsum("hts,hse->hte", lead - limit, values)).max(axis=-1)
-        moved = moved > TOL * max(float(np.abs(values).max()), 1e-300)
         for h, position in zip(*np.nonzero(head.size < head.lead_size)):
             effect = ("the leading-order output changes" if moved[h, position]
                       else "harmless: the split-off values agree at leading order")
@@ -328,20 +383,23 @@ class _Evaluator(Backend[Series]):
                 f"{int(rows[position, label])}"))
 
 
-def exact_limit(spec: ModelSpec, string: str, rates: Rates | None = None) -> ExactLimit:
-    """Return the exact limit of ``string`` through ``spec`` scaled at ``rates``, with findings."""
-    return _Evaluator(rated(spec, rates)).run(string)
+def exact_limit(spec: ModelSpec, string: str, rates: Rates | None = None,
+                orders: int = ORDERS) -> ExactLimit:
+    """Return the exact limit of ``string`` through ``spec`` scaled at ``rates``, with findings.
+
+    ``orders`` terms are kept of every infinite series (LayerNorm's inverse norm, the softmax
+    weights); fewer are cheaper, and whatever they cannot determine is NaN.
+    """
+    return _Evaluator(rated(spec, rates), orders).run(string)
 
 
 def exact_limit_bytes(spec: ModelSpec, tokens: int) -> float:
     """About the peak bytes :func:`exact_limit` holds for a string of ``tokens`` tokens.
 
-    Its scores are power series over every (query, key) pair of a layer's heads: measured
-    (tracemalloc, float64) at up to 520 bytes per pair and head of the widest layer, plus 80
-    per pair, head and attention layer kept, so O(T²) memory: 3.4 GB at 1,600 tokens for two
-    layers of two heads.
+    It keeps every residual stream (one per sublayer, and the embedding) as a series of
+    (tokens, d_model) terms, and a layer's score cache of up to SCORE_CACHE coefficients:
+    measured (tracemalloc, float64, 200 to 3,200 tokens, d_model 8 to 64) at up to 420 bytes
+    per token, model dimension and stream, plus the cache and 16 MB.
     """
-    heads = [block.attn.n_heads for block in spec.blocks if block.attn is not None]
-    if not heads:
-        return 0.0
-    return (520 + 80 * len(heads)) * max(heads) * float(tokens) ** 2
+    streams = 1 + len(spec.sublayers())
+    return 8.0 * SCORE_CACHE + 16e6 + 420.0 * spec.d_model * streams * tokens

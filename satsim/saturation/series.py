@@ -2,7 +2,7 @@
 
 The arithmetic a transformer needs: sums, products with parameters (degree 1) and with other
 expansions, ReLU (a coordinate survives iff its leading nonzero coefficient is positive),
-LayerNorm (the inverse norm as a power series in 1/c, truncated to ``ORDERS`` terms), and the
+LayerNorm (the inverse norm as a power series in 1/c, truncated to ``orders`` terms), and the
 exp/ratio series of softmax weights. Results that cancel to rounding level (|x| ≤ TOL times the
 magnitude of what was added) are exact zeros, so that a coefficient that vanishes in exact
 arithmetic vanishes here too.
@@ -85,13 +85,30 @@ def add(*parts: Series) -> Series:
     return truncate({k: snap(total[k], magnitude[k]) for k in total}, floor)
 
 
+_LINEAR = {
+    "td,de->te": lambda u, w: u @ w,
+    "td,do->to": lambda u, w: u @ w,
+    "td,hde->hte": lambda u, w: u[..., None, :, :] @ w,
+    "hte,hed->td": lambda u, w: (u @ w).sum(axis=-3),
+    "...d,d->...d": lambda u, w: u * w,
+}
+"""The linear maps of a transformer as (BLAS) products on every coefficient at once."""
+
+
 def contract(x: Series, pattern: str, weight: np.ndarray, degree: int = 1) -> Series:
     """einsum(pattern, x, weight) with a parameter of the given degree."""
     weight = np.asarray(weight, dtype=np.float64)
-    terms = {k + degree: snap(np.einsum(pattern, v, weight),
-                              np.einsum(pattern, np.abs(v), np.abs(weight)))
-             for k, v in x.terms.items()}
-    return Series(terms, x.floor + degree)
+    linear = _LINEAR.get(pattern)
+    if linear is None:
+        terms = {k + degree: snap(np.einsum(pattern, v, weight),
+                                  np.einsum(pattern, np.abs(v), np.abs(weight)))
+                 for k, v in x.terms.items()}
+        return Series(terms, x.floor + degree)
+    degrees = list(x.terms)
+    shape = np.broadcast_shapes(*(np.shape(t) for t in x.terms.values()))
+    stacked = np.stack([np.broadcast_to(x.terms[k], shape) for k in degrees])
+    out = snap(linear(stacked, weight), linear(np.abs(stacked), np.abs(weight)))
+    return Series({k + degree: out[n] for n, k in enumerate(degrees)}, x.floor + degree)
 
 
 def _keys(w: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -216,7 +233,8 @@ def _inverse_sqrt(p: np.ndarray) -> np.ndarray:
     return g
 
 
-def layer_norm(x: Series, eps: float, centre: bool = True) -> tuple[Series, np.ndarray]:
+def layer_norm(x: Series, eps: float, centre: bool = True, orders: int = ORDERS
+               ) -> tuple[Series, np.ndarray]:
     """LayerNorm (RMSNorm without ``centre``) of rows of ``x``, no affine; each row's input degree.
 
     A row whose centred input has leading degree L normalises to degree min(L, 0): the variance
@@ -231,7 +249,7 @@ def layer_norm(x: Series, eps: float, centre: bool = True) -> tuple[Series, np.n
     found = alive.any(axis=0)
     first = np.argmax(alive, axis=0)
     lead = np.where(found, np.asarray(degrees)[first], NO_DEGREE)
-    index = first[None] + np.arange(ORDERS).reshape((-1,) + (1,) * first.ndim)
+    index = first[None] + np.arange(orders).reshape((-1,) + (1,) * first.ndim)
     inside = (index < len(degrees))[..., None]
     n = np.take_along_axis(centred, np.minimum(index, len(degrees) - 1)[..., None], axis=0)
     n = np.where(inside, n, 0.0)  # n[m]: the coefficient of degree lead - m
@@ -242,29 +260,29 @@ def layer_norm(x: Series, eps: float, centre: bool = True) -> tuple[Series, np.n
     shift = np.maximum(0, -2 * level)  # ε dominates the variance of a row of negative degree
     d = centred.shape[-1]
     squares = np.stack([sum((n[a] * n[k - a]).sum(axis=-1) for a in range(k + 1)) / d
-                        for k in range(ORDERS)])  # coefficient of degree 2·lead - k
+                        for k in range(orders)])  # coefficient of degree 2·lead - k
     p = np.stack([np.where(m >= shift, np.take_along_axis(
-        squares, np.clip(m - shift, 0, ORDERS - 1)[None], axis=0)[0], 0.0)
-        for m in range(ORDERS)])  # coefficient of degree max(2·lead, 0) - m
-    for m in range(ORDERS):
+        squares, np.clip(m - shift, 0, orders - 1)[None], axis=0)[0], 0.0)
+        for m in range(orders)])  # coefficient of degree max(2·lead, 0) - m
+    for m in range(orders):
         p[m] = np.where(np.maximum(2 * level, 0) == m, p[m] + eps, p[m])
     p[0] = np.where(found & ~unknown, p[0], 1.0)
     g = _inverse_sqrt(p)
-    y = np.stack([sum(n[a] * g[m - a][..., None] for a in range(m + 1)) for m in range(ORDERS)])
-    known = np.full(lead.shape, ORDERS)
+    y = np.stack([sum(n[a] * g[m - a][..., None] for a in range(m + 1)) for m in range(orders)])
+    known = np.full(lead.shape, orders)
     if math.isfinite(x.floor):
-        known = np.minimum(known, np.where(found, lead - x.floor + 1, ORDERS))
-    orders = np.arange(ORDERS).reshape((-1,) + (1,) * lead.ndim)
-    y = np.where((orders >= known[None])[..., None], np.nan, y)
+        known = np.minimum(known, np.where(found, lead - x.floor + 1, orders))
+    order = np.arange(orders).reshape((-1,) + (1,) * lead.ndim)
+    y = np.where((order >= known[None])[..., None], np.nan, y)
     y = np.where(unknown[None, ..., None], np.nan, np.where(found[None, ..., None], y, 0.0))
     top = np.minimum(level, 0)  # each row's output degree
-    span = ORDERS - int(top.min(initial=0))
+    span = orders - int(top.min(initial=0))
     terms = {}
     for j in range(span):  # degree -j
         m = j + top  # which y coefficient lands at degree -j in each row
-        row = np.take_along_axis(y, np.clip(m, 0, ORDERS - 1)[None, ..., None], axis=0)[0]
+        row = np.take_along_axis(y, np.clip(m, 0, orders - 1)[None, ..., None], axis=0)[0]
         terms[-j] = np.where((m < 0)[..., None], 0.0,
-                             np.where((m >= ORDERS)[..., None], np.nan, row))
+                             np.where((m >= orders)[..., None], np.nan, row))
     return Series(terms, -(span - 1)), lead
 
 

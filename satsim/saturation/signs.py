@@ -7,10 +7,11 @@ the same run checks, per string, the three places where a dropped lower-order te
 - a LayerNorm input row whose top-degree part is constant (it centres to zero): the direction
   comes from a lower degree;
 - a readout logit that is zero at the top degree: its sign comes from a lower degree;
-- a tie set of size > 1 whose keys' input rows differ, so that a lower-order score term that
-  splits it or weights its keys unequally moves the output. Where the tied input rows are equal,
-  their values agree at the top degree and any split leaves the output alone; a head whose keys
-  are all one row (W_K = 0) or whose queries are zero (W_Q = 0, no b_Q) never splits.
+- a tie set of size > 1 whose keys carry different values, so that a lower-order score term
+  that splits it or weights its keys unequally moves the output. Where the tied values agree
+  (to rounding: within VANISHING of the head's largest value), every weighting of them gives
+  the same mean; a head whose keys are all one row (W_K = 0) or whose queries are zero
+  (W_Q = 0, no b_Q) never splits.
 
 Strings flagged by any check are answered by the exact expansion
 (:func:`satsim.saturation.exact_limit`), which returns NaN where even it cannot decide.
@@ -23,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.engine.batch import LayerTrace, forward_batch
+from satsim.engine.batch import forward_batch
+from satsim.engine.kernels.tie_values import tie_value_spread
 from satsim.errors import SatsimError
-from satsim.model.architecture import Backend, Branch, counting_heads, steps
+from satsim.model.architecture import Backend, Branch, counting_heads
 from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encoder, positional_vectors
 from satsim.model.readout import next_symbol_sets
@@ -34,6 +36,7 @@ from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.scaling import Rates
+from satsim.saturation.series import ORDERS
 
 VANISHING = 1e-9
 """Relative size below which a float64 leading-order quantity counts as zero at its degree."""
@@ -71,34 +74,6 @@ def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
     read off the source spec, whose biases the leading-order network may have dropped.
     """
     return [counting_heads(block.attn) for block in spec.blocks if block.attn is not None]
-
-
-def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.ndarray,
-                     causal: bool, scale: float, tolerance: tuple[float, float]) -> bool:
-    """Whether some tie set of one string holds keys whose input rows differ.
-
-    Keys with equal input rows have equal values at the top degree, so however lower-order terms
-    split or weight them, the top-degree output (their common value) is unchanged. Rows count
-    as equal only when they are equal bit for bit.
-    """
-    tied = live[:, None] & (layer.tie_size[:, :n] > 1)
-    if not tied.any():
-        return False
-    rows = np.ascontiguousarray(inputs[:n])
-    as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-    # Equal rows have equal keys: score each class of rows once, at its first position.
-    first = np.unique(as_bytes, return_index=True)[1]
-    atol, rtol = tolerance
-    for head in np.flatnonzero(tied.any(axis=1)):
-        queries = np.flatnonzero(tied[head])
-        scores = (layer.queries[head, queries] @ layer.keys[head, first].T) * scale
-        if causal:  # a class is allowed once its first row is
-            scores = np.where(first[None, :] <= queries[:, None], scores, -np.inf)
-        best = scores.max(axis=1, keepdims=True)
-        members = scores >= best - 2 * (atol + rtol * np.abs(best))
-        if (members.sum(axis=1) > 1).any():
-            return True
-    return False
 
 
 def _vanishing_rows(x: np.ndarray, bound: float, centre: bool = True) -> np.ndarray:
@@ -200,21 +175,53 @@ class _Checker:
             flat = _vanishing_rows(x, bound, ln.centred) & valid
             reasons[(reasons == "") & flat.any(axis=1)] = (
                 "a norm input vanishes (LayerNorm: centres to zero) at the top degree")
-        for index, (layer, inputs) in enumerate(zip(run.layers, self._attention_inputs(run))):
-            live = ~self.exempt[index]
-            tied = ((layer.tie_size > 1) & live[None, :, None] & valid[:, None, :]).any(axis=(1, 2))
-            for row in np.flatnonzero(tied & (reasons == "")):
-                trace = LayerTrace(*(getattr(layer, f)[row] for f in layer.__dataclass_fields__))
-                if _splittable_ties(trace, inputs[row], lengths[row], live, self.causal[index],
-                                    self.scales[index], self.tolerance):
-                    reasons[row] = (f"a tie set at attention layer {index} holds keys that "
-                                    "lower-order terms may tell apart")
+        atol, rtol = self.tolerance
+        for index, layer in enumerate(run.layers):
+            spread, magnitude = tie_value_spread(
+                layer.queries, layer.keys, layer.values, lengths, layer.tie_size,
+                ~self.exempt[index], self.causal[index], self.scales[index], atol, rtol, VANISHING)
+            differ = (spread > VANISHING * magnitude).any(axis=1)
+            reasons[differ & (reasons == "")] = (
+                f"a tie set at attention layer {index} holds keys whose values differ")
         return signs, list(reasons)
 
-    def _attention_inputs(self, run) -> list[np.ndarray]:
-        """The residual stream entering each attention sublayer (before its pre-LayerNorm)."""
-        return [run.residuals[index] for index, step in enumerate(steps(self.spec))
-                for branch in step.branches if branch.kind == "attn"]
+
+def batches(ids: Sequence[np.ndarray]) -> list[list[int]]:
+    """Indices of ``ids`` in batches of similar lengths.
+
+    A batch holds at most BATCH_TOKENS padded tokens, and its longest string is at most PADDING
+    times its shortest (plus 8 tokens).
+    """
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out, start = [], 0
+    while start < len(order):
+        stop = start + 1
+        shortest = len(ids[order[start]])
+        while (stop < len(order) and (stop - start + 1) * len(ids[order[stop]]) <= BATCH_TOKENS
+               and len(ids[order[stop]]) <= PADDING * shortest + 8):
+            stop += 1
+        out.append(order[start:stop])
+        start = stop
+    return out
+
+
+def first_orders(network: LeadingOrder) -> int:
+    """How many terms of each infinite series the exact expansion tries first.
+
+    Without norms every activation is a polynomial in c, kept whole, and the only infinite
+    series are the softmax weights in 1/c, whose terms below degree 0 matter only where a later
+    tie or sign needs the outputs' lower degrees: one term first. With norms, the softmax
+    weights need the scores down to degree 0, i.e. ``top`` degrees below their top degree, and
+    the queries and keys as far below theirs: about 2·top + 1 terms of the norms' series. Fewer
+    terms are cheaper; where they leave a sign undetermined, :func:`limit_signs` tries again
+    with every term (``ORDERS``).
+    """
+    graph = network.graph
+    if not any(graph.nodes[node]["op"] in ("layernorm", "rmsnorm") for node in graph):
+        return 1
+    tops = [graph.nodes[node]["degree"] for node in graph
+            if node.endswith(".hook_attn_scores")]
+    return min(ORDERS, 2 * max(tops, default=0) + 1)
 
 
 def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
@@ -236,23 +243,17 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     checker = _Checker(network)
     signs: list[np.ndarray | None] = [None] * len(ids)
     reasons = [""] * len(ids)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    start = 0
-    while start < len(order):
-        stop = start + 1
-        shortest = len(ids[order[start]])
-        while (stop < len(order) and (stop - start + 1) * len(ids[order[stop]]) <= BATCH_TOKENS
-               and len(ids[order[stop]]) <= PADDING * shortest + 8):
-            stop += 1
-        batch = order[start:stop]
+    for batch in batches(ids):
         got, why = checker.run([ids[i] for i in batch])
         for i, sign, reason in zip(batch, got, why):
             signs[i], reasons[i] = sign, reason
-        start = stop
     last = network.spec.output.readout == "last"
+    orders = first_orders(network)
     for i, reason in enumerate(reasons):
         if reason:
-            exact = exact_limit(network.source, strings[i]).logit_signs()
+            exact = exact_limit(network.source, strings[i], orders=orders).logit_signs()
+            if np.isnan(exact).any() and orders < ORDERS:
+                exact = exact_limit(network.source, strings[i]).logit_signs()
             signs[i] = exact[-1] if last else exact
     return LimitSigns(signs, np.array([bool(r) for r in reasons], dtype=bool), reasons)
 
@@ -300,19 +301,31 @@ def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None
 
     The leading-order run's sizes are the limit's where every tie set of a head that can split
     has one key (lower-order terms only ever split a tie set); other strings take the sizes of
-    the exact expansion (keys tied at every positive degree).
+    the exact expansion (keys tied at every positive degree), first with the terms that
+    :func:`first_orders` gives, and with every term where those leave a tie unresolved.
     """
     network = leading_order(spec.astype(np.float64), rates)
     encode = encoder(network.spec)
     exempt = exempt_heads(network.source)
+    causal = [b.attn.causal for b in spec.blocks if b.attn is not None]
+    orders = first_orders(network)
+    ids = [encode(s) for s in strings]
+    sizes: list[list[np.ndarray]] = [[] for _ in strings]
+    for batch in batches(ids):
+        run = forward_batch(network.spec, [ids[i] for i in batch],
+                            AttentionSettings("saturated"), trace=True)
+        for row, i in enumerate(batch):
+            n = len(ids[i])
+            leading = [layer.tie_size[row, :, :n] for layer in run.layers]
+            if not any((size[~free] > 1).any() for size, free in zip(leading, exempt)):
+                sizes[i] = leading
+                continue
+            heads = exact_limit(network.source, strings[i], orders=orders).heads
+            if orders < ORDERS and any(h.unresolved.any() for h in heads):
+                heads = exact_limit(network.source, strings[i]).heads
+            sizes[i] = [h.size for h in heads]
     out = []
-    for string in strings:
-        run = forward_batch(network.spec, [encode(string)], AttentionSettings("saturated"),
-                            trace=True)
-        split = any((layer.tie_size[0][~free] > 1).any()
-                    for layer, free in zip(run.layers, exempt))
-        sizes = ([h.size for h in exact_limit(network.source, string).heads] if split
-                 else [layer.tie_size[0] for layer in run.layers])
-        found = iter(zip(sizes, (b.attn.causal for b in spec.blocks if b.attn is not None)))
+    for per_layer in sizes:
+        found = iter(zip(per_layer, causal))
         out.append([None if block.attn is None else next(found) for block in spec.blocks])
     return out

@@ -3,7 +3,10 @@
 Parameters are registered under the spec's own tensor names (``blocks.0.attn.W_Q``), so
 ``state_dict()`` and ``spec.tensors()`` agree key for key and ``to_spec`` returns the same bits.
 The forward pass is the reference semantics of :mod:`satsim.reference.forward`, batched with
-padding; activations are cached under TransformerLens hook names.
+padding; activations are cached under TransformerLens hook names. Without a cache and without
+gradients (evaluation), attention is one call of torch's ``scaled_dot_product_attention``, which
+runs a fused kernel (flash, memory-efficient) where one applies and never holds the T×T score
+matrix then.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks, steps
@@ -103,8 +107,9 @@ class SoftTransformer(nn.Module):
         tensors = spec.tensors()
 
         def bag(prefix: str) -> _Tensors:
-            return _Tensors({name[len(prefix) + 1:]: torch.tensor(np.array(array), dtype=dtype,
-                                                                  device=device)
+            # np.array: a writable copy of the read-only spec array, which as_tensor then shares
+            return _Tensors({name[len(prefix) + 1:]: torch.as_tensor(np.array(array), dtype=dtype,
+                                                                     device=device)
                              for name, array in tensors.items() if name.startswith(prefix + ".")})
 
         self.embed = bag("embed")
@@ -245,6 +250,19 @@ class SoftTransformer(nn.Module):
                 for row in range(len(result.lengths))]
 
 
+def _scores_fit(q: Tensor, k: Tensor, factor: float) -> bool:
+    """Whether every score factor·q·k is far below the dtype's largest number.
+
+    A fused kernel may turn an overflowing score into a finite answer, where the written-out
+    softmax gives NaN and the run's overflow check reports it; so only scores bounded by
+    ‖q‖·‖k‖·|factor| < max/2¹⁶ run fused (a bound that overflows itself fails it too).
+    """
+    with torch.no_grad():
+        bound = (torch.linalg.vector_norm(q, dim=-1).amax()
+                 * torch.linalg.vector_norm(k, dim=-1).amax() * abs(factor))
+        return bool(bound < torch.finfo(q.dtype).max / 2**16)
+
+
 class SoftPass(Backend[Tensor]):
     """The walk's operations on padded (B, T, d) torch tensors, caching TransformerLens hooks."""
 
@@ -280,19 +298,45 @@ class SoftPass(Backend[Tensor]):
         q, k, v = project("W_Q", "b_Q"), project("W_K", "b_K"), project("W_V", "b_V")
         for name, value in (("q", q), ("k", k), ("v", v)):
             self.hook(f"{p}.hook_{name}", value.transpose(1, 2))
-        scores = torch.einsum("bhte,bhse->bhts", q, k)
         scale = branch.module.scale
-        scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
-        n = x.shape[1]
-        allowed = self.key_mask[:, None, None, :]
-        if branch.module.causal:
-            allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
-        scores = self.hook(f"{p}.hook_attn_scores", self.mask_scores(scores, allowed))
-        pattern = self.hook(f"{p}.hook_pattern", torch.softmax(self.beta * scores, dim=-1))
-        z = pattern @ v
+        factor = self.beta * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+        if self.fused_softmax() and _scores_fit(q, k, factor):
+            z = self.fused_attention(q, k, v, factor, branch.module.causal)
+        else:
+            scores = torch.einsum("bhte,bhse->bhts", q, k)
+            scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
+            n = x.shape[1]
+            allowed = self.key_mask[:, None, None, :]
+            if branch.module.causal:
+                allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+            scores = self.hook(f"{p}.hook_attn_scores", self.mask_scores(scores, allowed))
+            pattern = self.hook(f"{p}.hook_pattern", torch.softmax(self.beta * scores, dim=-1))
+            z = pattern @ v
         self.hook(f"{p}.hook_z", z.transpose(1, 2))
         out = torch.einsum("bhte,hed->btd", z, attn.W_O)
         return self.hook(branch.out_name, out if attn.get("b_O") is None else out + attn.b_O)
+
+    def fused_softmax(self) -> bool:
+        """Whether attention may run as one fused call: no scores or pattern to cache, no grad.
+
+        Training keeps the written-out softmax: a fused kernel sums in another order, and in
+        float32 a different rounding sends training down another trajectory, so documented
+        runs (README, bench/results) would no longer reproduce.
+        """
+        return self.hooks is None and not torch.is_grad_enabled()
+
+    def fused_attention(self, q: Tensor, k: Tensor, v: Tensor, factor: float,
+                        causal: bool) -> Tensor:
+        """Softmax(factor·q·k) attention by torch's scaled_dot_product_attention.
+
+        torch picks the kernel (flash, memory-efficient, cuDNN or plain math); the fused ones
+        never hold a T×T matrix. A causal head needs no padding mask: strings are padded on the
+        right, so a real query never reaches a padded key (padded rows are never read).
+        """
+        if causal:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=factor)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.key_mask[:, None, None, :],
+                                              scale=factor)
 
     def mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
         """Exclude the keys that are not allowed (score −∞, so weight 0)."""

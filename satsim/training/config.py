@@ -45,6 +45,8 @@ class TrainConfig:
     probe_size: int = 16
     device: str = "auto"
     dtype: str = "float32"
+    data: str = ""  # a FLaRe-format dataset folder to train on instead of sampling the split
+    data_digest: str = ""  # its contents when the run started (a changed folder is refused)
 
     def __post_init__(self) -> None:
         choices = {"optimizer": OPTIMIZERS, "norm": NORMS, "positional": POSITIONALS,
@@ -66,6 +68,8 @@ class TrainConfig:
             if not (isinstance(value, (int, float)) and value >= 0 and value == value
                     and value != float("inf")):
                 raise SatsimError(f"{name} must be a finite number ≥ 0, got {value!r}")
+        if not isinstance(self.data, str) or not isinstance(self.data_digest, str):
+            raise SatsimError("data and data_digest must be strings (a folder, its digest)")
         if self.lr == 0:
             raise SatsimError("lr must be positive")
         if self.momentum >= 1:
@@ -76,7 +80,10 @@ class TrainConfig:
         self._check_data()
 
     def _check_data(self) -> None:
-        """The language and split exist, and a learned table has a row for every token."""
+        """The language and split exist, and a learned table has a row for every token.
+
+        A run on a data folder takes its lengths from the folder, which the data loader checks.
+        """
         import languages
         from languages.base import LanguageError
         from languages.datasets import PRESETS
@@ -88,7 +95,7 @@ class TrainConfig:
         except LanguageError as error:
             raise SatsimError(str(error)) from None
         longest = max(split.max_len for split in PRESETS[self.split])
-        if self.positional == "learned" and longest + 1 > self.n_ctx:
+        if self.positional == "learned" and not self.data and longest + 1 > self.n_ctx:
             raise SatsimError(f"split {self.split} has strings of up to {longest} symbols "
                               f"({longest + 1} tokens with BOS), more than the {self.n_ctx} rows "
                               "of a learned positional table (n_ctx); choose positional "

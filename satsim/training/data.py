@@ -4,6 +4,10 @@ The training set is fixed by (language, task, split, train_size, seed); the batc
 function of (seed, t) alone, so a resumed run sees exactly the batches an uninterrupted one does.
 Held-out sets: "validation" (fresh strings from the training lengths, none of them trained on)
 and every test split of the preset, each capped at eval_size strings.
+
+With ``data`` (a folder in FLaRe's layout, languages.flare) the run reads its strings instead:
+the first train_size of the root split to train on, every datasets/<name> split held out, and
+for next-symbol the positives with the folder's own next-symbol sets.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import torch
 import languages
 from languages.base import LanguageError
 from languages.datasets import PRESETS, build
+from languages.flare import TRAIN, dataset_digest, read_dataset, records_of_split
 from satsim.errors import SatsimError
 from satsim.model.spec import ModelSpec
 from satsim.training.config import TrainConfig
@@ -88,12 +93,49 @@ def _records(config: TrainConfig) -> dict[str, list[dict]]:
     return by_split
 
 
+def _folder_records(config: TrainConfig) -> tuple[dict[str, list[dict]], list[str]]:
+    """A FLaRe-format folder's records by split, and notes on what was left out."""
+    notes = []
+    try:
+        if config.data_digest and dataset_digest(config.data) != config.data_digest:
+            raise SatsimError(f"{config.data} changed since the run started; train a new run "
+                              "on it, or restore the folder")
+        language = languages.get(config.lang)
+        by_split = {}
+        for name, split in read_dataset(config.data, language).items():
+            if config.task == "next-symbol" and split.next_symbols is None and name != TRAIN:
+                notes.append(f"held-out split {name} has no next-symbols.jsonl: left out")
+                continue
+            by_split[name] = records_of_split(language, split, config.task)
+    except LanguageError as error:
+        raise SatsimError(str(error)) from None
+    except OSError as error:
+        raise SatsimError(f"cannot read {config.data}: {error.strerror or error}") from None
+    train = by_split[TRAIN]
+    if len(train) > config.train_size:
+        notes.append(f"training on the first {config.train_size} of the {len(train)} strings "
+                     f"of {config.data}")
+        by_split[TRAIN] = train[: config.train_size]
+    return by_split, notes
+
+
+def data_digest(config: TrainConfig) -> str:
+    """The digest of the run's data folder (SatsimError if it cannot be read)."""
+    try:
+        return dataset_digest(config.data)
+    except LanguageError as error:
+        raise SatsimError(str(error)) from None
+    except OSError as error:
+        raise SatsimError(f"cannot read {config.data}: {error.strerror or error}") from None
+
+
 @dataclass
 class RunData:
-    """The training examples and the held-out sets of a run."""
+    """The training examples and the held-out sets of a run, and notes on its data."""
 
     train: Examples
     held_out: dict[str, Examples]
+    notes: tuple[str, ...] = ()
 
     def batch(self, seed: int, step: int, size: int) -> Examples:
         """The batch of ``step``: ``size`` training examples drawn by (seed, step) alone."""
@@ -103,11 +145,13 @@ class RunData:
 
 
 def run_data(config: TrainConfig, spec: ModelSpec) -> RunData:
-    """Build the run's data from its config (deterministic in the config)."""
-    by_split = _records(config)
-    train_name = PRESETS[config.split][0].name
+    """Build the run's data from its config (deterministic in the config and its data folder)."""
+    if config.data:
+        (by_split, notes), train_name = _folder_records(config), TRAIN
+    else:
+        by_split, notes, train_name = _records(config), [], PRESETS[config.split][0].name
     held_out = {}
     for name, rows in by_split.items():
         if name != train_name and rows:
             held_out[name] = examples(spec, rows[: config.eval_size], config.task)
-    return RunData(examples(spec, by_split[train_name], config.task), held_out)
+    return RunData(examples(spec, by_split[train_name], config.task), held_out, tuple(notes))

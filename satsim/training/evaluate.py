@@ -4,8 +4,9 @@ Both see the same strings: :func:`satsim.analysis.strings.test_set` with the see
 index, scored by :func:`satsim.analysis.scoring.count_correct`. A recogniser gets half positives and
 half hard negatives and must give the label; a next-symbol model gets positives only (the strings
 its task is trained on) and must predict every prefix's set of next symbols. The soft model decides
-like the simulator: a logit > 0 at the readout. Its attention costs O(T²) memory, so strings are run
-in batches of bounded B·T², and bins longer than ``soft_max_len`` are left to the limit alone. A
+like the simulator: a logit > 0 at the readout. Its attention can cost O(T²) memory (torch's
+math kernel, which SDPA falls back to where no fused kernel applies), so strings are run in
+batches of bounded B·T², and bins longer than ``soft_max_len`` are left to the limit alone. A
 learned positional table of n_ctx positions limits both models: a bin that starts beyond it is
 skipped, one that straddles it is cut at the longest string that fits.
 """

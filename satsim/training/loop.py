@@ -14,7 +14,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ from satsim.training.checkpoint import (
     spec_path,
 )
 from satsim.training.config import TrainConfig
-from satsim.training.data import Examples, RunData, run_data
+from satsim.training.data import Examples, RunData, data_digest, run_data
 from satsim.training.init import initial_spec
 from satsim.training.instruments import cosine, norms, parameter_record, snapshot
 from satsim.training.lock import run_lock
@@ -234,7 +234,11 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
            notice: Callable[[str], None], on_start: Callable[[int], None] | None) -> TrainResult:
     if holds_run(run) and not resume:
         raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
+    if config.data and not config.data_digest:  # fixed now: a changed folder is refused later
+        config = replace(config, data_digest=data_digest(config))
     trainer = Trainer(config, run)
+    for note in trainer.data.notes:
+        notice(note)
     start = (trainer.restore(notice) if resume else None) or 0
     if start:
         notice(f"resuming {run} from step {start}")

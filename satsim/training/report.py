@@ -275,7 +275,7 @@ def check_limit_memory(spec: ModelSpec, bins: Sequence[tuple[int, int]]) -> None
     """Refuse bins whose longest string the saturated limit could not expand in free memory.
 
     A string the leading-order network cannot answer takes the exact expansion, whose memory
-    grows with the square of its length: checked for the longest string before any work.
+    grows with its length: checked for the longest string before any work.
     """
     from satsim.engine.resources import check_memory
     from satsim.saturation.exact import exact_limit_bytes
@@ -286,7 +286,7 @@ def check_limit_memory(spec: ModelSpec, bins: Sequence[tuple[int, int]]) -> None
     tokens = longest + (spec.bos is not None) + (spec.eos is not None)
     check_memory(exact_limit_bytes(spec, tokens),
                  f"the saturated limit of strings of {longest:,} symbols (its exact expansion "
-                 "keeps every pair of positions)", "lower the longest of --bins")
+                 "keeps every residual stream as a series)", "lower the longest of --bins")
 
 
 def _num(value, spec: str = ".4f") -> str:

@@ -73,6 +73,10 @@ class AuthorsTwin(SoftTransformer):
 class _AuthorsPass(SoftPass):
     """The soft twin's operations with the authors' mask and, for ln-of-branch, LN(f(x)) + x."""
 
+    def fused_softmax(self) -> bool:
+        """Only without the 0/1 mask: a fused kernel cannot give future keys weight exp(0)."""
+        return not self.model.multiplicative_mask and super().fused_softmax()
+
     def mask_scores(self, scores: Tensor, allowed: Tensor) -> Tensor:
         """Disallowed scores become 0, not −∞, so they keep weight (when the mask multiplies)."""
         if not self.model.multiplicative_mask:

@@ -1,0 +1,170 @@
+"""An imported HookedTransformer proves itself: TransformerLens's forward beside the soft twin.
+
+The probe (:mod:`satsim.interop.probe`) runs random token sequences up to n_ctx through the model
+itself (token tensors, so TransformerLens prepends no BOS, as the spec has none) and through the
+spec's soft twin, and compares the logits. A difference beyond
+``tolerance(ε of the model's dtype, the largest |logit|)`` is refused in one line naming the
+largest difference and the first TransformerLens hook where the two computations part (found by
+running the differing sequence again with every activation cached). Hooks, edited modules and
+features the tables do not know all show up here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from satsim.errors import SatsimError
+from satsim.interop.probe import (
+    largest_difference,
+    probe_lengths,
+    probe_tokens,
+    scale_of,
+    sensitivity,
+    tolerance,
+)
+from satsim.model.spec import ModelSpec
+
+SHARED_BY_HEADS = "ln1.hook_normalized"
+"""A hook that use_split_qkv_input gives a head axis (equal copies); the twin records one copy."""
+
+
+def _compute_dtype(model: Any) -> Any:
+    parameter = next(iter(model.parameters()), None)
+    if parameter is None:
+        raise SatsimError("the model has no parameters to import")
+    return parameter.dtype
+
+
+def _tokens(sequence: np.ndarray) -> Any:
+    import torch
+
+    return torch.as_tensor(sequence, dtype=torch.long)[None]
+
+
+def _their_logits(model: Any, sequence: np.ndarray) -> np.ndarray:
+    """TransformerLens's logits of one sequence, (n, d_vocab_out) float64."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            logits = model(_tokens(sequence))
+    except Exception as error:  # the user's model fails on its own inputs
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise SatsimError(f"TransformerLens's forward pass fails on a probe sequence of "
+                          f"{len(sequence)} tokens ({type(error).__name__}: {first})") from None
+    return logits[0].detach().cpu().double().numpy()
+
+
+class _Twins:
+    """The spec's soft twin on CPU in float32 and float64, each built when first asked for."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.built: dict[str, Any] = {}
+
+    def _twin(self, dtype: str) -> Any:
+        from satsim.soft import SoftTransformer
+
+        if dtype not in self.built:
+            self.built[dtype] = SoftTransformer.from_spec(self.spec, device="cpu", dtype=dtype)
+        return self.built[dtype]
+
+    def logits(self, dtype: str, sequences: list[np.ndarray]) -> np.ndarray:
+        """The twin's logits of the padded sequences, (B, T, n_outputs) float64."""
+        import torch
+
+        lengths = torch.tensor([len(sequence) for sequence in sequences])
+        batch = torch.zeros((len(sequences), int(lengths.max())), dtype=torch.long)
+        for row, sequence in enumerate(sequences):
+            batch[row, :len(sequence)] = torch.as_tensor(sequence)
+        with torch.no_grad():
+            return self._twin(dtype)(batch, lengths).logits.double().numpy()
+
+    def hooks(self, dtype: str, sequence: np.ndarray) -> dict[str, np.ndarray]:
+        """The twin's activations on one sequence, by TransformerLens hook name, float64."""
+        import torch
+
+        with torch.no_grad():
+            run = self._twin(dtype)(_tokens(sequence), cache=True)
+        hooks = {name: value.detach().double().numpy() for name, value in run.cache.items()}
+        hooks["unembed.hook_in"] = run.final.detach().double().numpy()
+        hooks["unembed.hook_out"] = run.logits.detach().double().numpy()
+        return hooks
+
+
+def _first_difference(model: Any, twins: _Twins, sequence: np.ndarray, eps: float
+                      ) -> tuple[str, float]:
+    """The first TransformerLens hook (in the order it runs) that the twin does not reproduce."""
+    import torch
+
+    with torch.no_grad():
+        logits, cache = model.run_with_cache(_tokens(sequence))
+    reference, narrow = twins.hooks("float64", sequence), twins.hooks("float32", sequence)
+    for name, value in cache.items():
+        if name not in reference:
+            continue
+        theirs = value.detach().cpu().double().numpy()
+        if name.endswith(SHARED_BY_HEADS) and theirs.ndim == 4:
+            theirs = theirs[:, :, 0]
+        difference = largest_difference(reference[name], theirs)
+        limit = tolerance(eps, scale_of(theirs), sensitivity(reference[name], narrow[name]))
+        if difference > limit:
+            return name, difference
+    return "the logits after unembed.hook_out", largest_difference(
+        reference["unembed.hook_out"], logits.detach().cpu().double().numpy())
+
+
+def _compared(theirs: list[np.ndarray], ours: np.ndarray, eps: float,
+              rounded: np.ndarray | None = None) -> list[tuple[float, float]]:
+    """Per sequence: the largest |Δlogit| against the twin's, and the rounding it may be.
+
+    Without ``rounded`` the rounding allowed follows the logits' scale; with it (the float32
+    twin, ``ours`` being the float64 one) it also follows the model's measured sensitivity.
+    """
+    found = []
+    for row, logits in enumerate(theirs):
+        mine = ours[row, :len(logits)]
+        moved = 0.0 if rounded is None else sensitivity(mine, rounded[row, :len(logits)])
+        found.append((largest_difference(mine, logits), tolerance(eps, scale_of(logits), moved)))
+    return found
+
+
+def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
+    """Raise a one-line SatsimError unless the model and the spec's twin agree on the probe.
+
+    The twin runs in the spec's dtype first, against rounding at the logits' scale; where that
+    is not enough (large weights amplify rounding), the float64 twin is the reference and the
+    allowance grows to the model's sensitivity, measured as the float32 twin's distance to it.
+    """
+    if not callable(model) or not hasattr(model, "parameters"):
+        raise SatsimError(f"a {type(model).__name__} cannot be run to check the import against; "
+                          "pass a HookedTransformer (or check=False for a model already "
+                          "checked)")
+    import torch
+
+    dtype = _compute_dtype(model)
+    eps = float(torch.finfo(dtype).eps)
+    causal = all(block.attn.causal for block in spec.blocks)
+    sequences = probe_tokens(len(spec.vocab),
+                             probe_lengths(spec.positional.W_pos.shape[0], causal))
+    theirs = [_their_logits(model, sequence) for sequence in sequences]
+    twins = _Twins(spec)
+    checked = _compared(theirs, twins.logits(str(spec.dtype), sequences), eps)
+    if all(difference <= limit for difference, limit in checked):
+        return
+    checked = _compared(theirs, twins.logits("float64", sequences), eps,
+                        twins.logits("float32", sequences))
+    worst = max(range(len(sequences)), key=lambda row: checked[row][0] - checked[row][1])
+    difference, limit = checked[worst]
+    if difference <= limit:
+        return
+    hook, at_hook = _first_difference(model, twins, sequences[worst], eps)
+    raise SatsimError(
+        f"the imported spec does not compute what the TransformerLens model computes: on a "
+        f"probe of {len(sequences[worst])} random tokens the logits differ by up to "
+        f"{difference:.3g} (rounding in {str(dtype).removeprefix('torch.')} allows "
+        f"{limit:.2g}), first at {hook} (by {at_hook:.3g}); the model runs something its "
+        "config and weights do not say (a hook, an edited module, a feature satsim does not "
+        "know)")

@@ -1,0 +1,131 @@
+"""Saturated (average-hard) attention in PyTorch, on CPU or CUDA, with satsim's tie semantics.
+
+The meaning is docs/semantics.md §1 and :mod:`satsim.reference.attention`: scores
+s_ij = scale·q_i·k_j in float64 whatever the input dtype, the tie set
+S_i = {j allowed : s_ij ≥ M_i − (atol + rtol·|M_i|)} with M_i the largest allowed score, and
+the output the float64 mean of v over S_i, returned in q's dtype. A query with no allowed key,
+or a padded query, outputs zeros.
+
+The scores are one float64 matrix product per block of queries (a causal block reads only the
+keys it may see), so memory stays near ``block_bytes`` whatever T is. The product sums in
+the BLAS's order, not the reference's left-to-right order: scores whose products and partial
+sums are exact (small integers, dyadic rationals, so every exact tie) are the reference's bit for
+bit, and others differ by about 1e-16 relative, far below the tie tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from satsim.errors import SatsimError
+from satsim.model.settings import tie_tolerance
+from satsim.model.spec import default_scale
+
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
+
+
+def _tolerance(q: Tensor, atol: float | None, rtol: float | None) -> tuple[float, float]:
+    """The tie tolerance for q's dtype (float32 or float64), or the given one."""
+    if q.dtype not in _NUMPY_DTYPES:
+        raise SatsimError(f"saturated attention takes float32 or float64 inputs, not {q.dtype}")
+    return tie_tolerance(_NUMPY_DTYPES[q.dtype], atol, rtol)
+
+
+def _check_shapes(q: Tensor, k: Tensor, causal: bool) -> None:
+    if q.shape[-1] != k.shape[-1]:
+        raise SatsimError(f"queries have width {q.shape[-1]} but keys {k.shape[-1]}")
+    if causal and q.shape[-2] != k.shape[-2]:
+        raise SatsimError(f"causal attention needs as many queries as keys, got "
+                          f"T={q.shape[-2]}, S={k.shape[-2]}")
+
+
+def _block_ties(q64: Tensor, k64: Tensor, start: int, causal: bool, key_mask: Tensor | None,
+                atol: float, rtol: float, scale: float) -> Tensor:
+    """Tie sets (..., rows, keys) of the queries from ``start`` against the keys given."""
+    scores = torch.matmul(q64, k64.transpose(-1, -2)).mul_(scale)
+    rows, keys = scores.shape[-2], scores.shape[-1]
+    allowed = None
+    if causal:
+        query = torch.arange(start, start + rows, device=scores.device)[:, None]
+        allowed = torch.arange(keys, device=scores.device)[None, :] <= query
+    if key_mask is not None:
+        real = key_mask[..., None, :keys]
+        allowed = real if allowed is None else allowed & real
+    if allowed is not None:
+        scores = scores.masked_fill_(~allowed, -math.inf)
+    best = scores.amax(dim=-1, keepdim=True)
+    # M - (atol + rtol|M|), written as satsim.reference.attention.tie_threshold writes it
+    threshold = torch.where(best >= 0, best * (1.0 - rtol) - atol, best * (1.0 + rtol) - atol)
+    ties = scores >= threshold
+    return ties if allowed is None else ties & allowed
+
+
+def _blocks(q: Tensor, k: Tensor, block_bytes: int):
+    """(start, stop) of query blocks whose float64 score blocks take about ``block_bytes``."""
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    per_query = 8 * max(1, math.prod(lead)) * max(1, k.shape[-2])
+    rows = max(1, block_bytes // per_query)
+    return [(start, min(start + rows, q.shape[-2])) for start in range(0, q.shape[-2], rows)]
+
+
+def _as_mask(mask: Tensor | None, device: torch.device) -> Tensor | None:
+    return None if mask is None else torch.as_tensor(mask, device=device).to(torch.bool)
+
+
+def tie_sets(q: Tensor, k: Tensor, *, causal: bool = False, key_mask: Tensor | None = None,
+             atol: float | None = None, rtol: float | None = None, scale: float | None = None,
+             block_bytes: int = 1 << 30) -> Tensor:
+    """Each query's tie set, bool (..., T, S): the allowed keys within tolerance of the max."""
+    _check_shapes(q, k, causal)
+    atol, rtol = _tolerance(q, atol, rtol)
+    scale = default_scale(q.shape[-1]) if scale is None else float(scale)
+    key_mask = _as_mask(key_mask, q.device)
+    q64, k64 = q.to(torch.float64), k.to(torch.float64)
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    if key_mask is not None:
+        lead = torch.broadcast_shapes(lead, key_mask.shape[:-1])
+    ties = torch.zeros((*lead, q.shape[-2], k.shape[-2]), dtype=torch.bool, device=q.device)
+    if k.shape[-2] == 0:
+        return ties
+    for start, stop in _blocks(q, k, block_bytes):
+        keys = stop if causal else k.shape[-2]
+        ties[..., start:stop, :keys] = _block_ties(q64[..., start:stop, :], k64[..., :keys, :],
+                                                   start, causal, key_mask, atol, rtol, scale)
+    return ties
+
+
+def saturated_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False,
+                        key_mask: Tensor | None = None, query_mask: Tensor | None = None,
+                        atol: float | None = None, rtol: float | None = None,
+                        scale: float | None = None, block_bytes: int = 1 << 30) -> Tensor:
+    """The mean of v over each query's tie set, (..., T, e), in q's dtype on q's device.
+
+    Shapes as in :mod:`satsim.reference.attention`: q (..., T, d), k (..., S, d), v (..., S, e),
+    leading dimensions broadcasting; ``key_mask`` (..., S) and ``query_mask`` (..., T) mark real
+    positions with True. ``block_bytes`` bounds the float64 scores held at once.
+    """
+    _check_shapes(q, k, causal)
+    if v.shape[-2] != k.shape[-2]:
+        raise SatsimError(f"{k.shape[-2]} keys but {v.shape[-2]} values")
+    atol, rtol = _tolerance(q, atol, rtol)
+    scale = default_scale(q.shape[-1]) if scale is None else float(scale)
+    key_mask = _as_mask(key_mask, q.device)
+    q64, k64, v64 = (x.to(torch.float64) for x in (q, k, v))
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if key_mask is not None:
+        lead = torch.broadcast_shapes(lead, key_mask.shape[:-1])
+    out = torch.zeros((*lead, q.shape[-2], v.shape[-1]), dtype=torch.float64, device=q.device)
+    if k.shape[-2] > 0:
+        for start, stop in _blocks(q, k, block_bytes):
+            keys = stop if causal else k.shape[-2]
+            weights = _block_ties(q64[..., start:stop, :], k64[..., :keys, :], start, causal,
+                                  key_mask, atol, rtol, scale).to(torch.float64)
+            weights /= weights.sum(dim=-1, keepdim=True).clamp_min_(1.0)  # empty rows stay 0
+            out[..., start:stop, :] = torch.matmul(weights, v64[..., :keys, :])
+    if query_mask is not None:
+        out = torch.where(_as_mask(query_mask, q.device)[..., None], out, 0.0)
+    return out.to(q.dtype)

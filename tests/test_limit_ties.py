@@ -1,0 +1,121 @@
+"""The tie check of limit_signs: which tie sets hold keys whose values differ.
+
+The kernel is checked against the reference tie sets (doubled tolerances) on inputs with exact
+ties; limit_signs is checked to send exactly the strings with such tie sets to the exact path.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+from helpers import random_spec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from satsim.engine.kernels.tie_values import tie_value_spread
+from satsim.reference.attention import tie_sets, tie_size
+from satsim.saturation.signs import limit_signs
+
+ATOL = RTOL = 1e-9
+
+
+def reference_spread(q, k, v, lengths, live, causal, scale):
+    """Per (string, head): the largest |v_j - v_f| over widened tie sets, and max |v|."""
+    batch, heads = q.shape[:2]
+    spread, magnitude = np.zeros((batch, heads)), np.zeros((batch, heads))
+    for b in range(batch):
+        n = lengths[b]
+        for h in np.flatnonzero(live):
+            values = v[b, h, :n]
+            magnitude[b, h] = np.abs(values).max(initial=0.0)
+            members = tie_sets(q[b, h, :n], k[b, h, :n], causal=causal, atol=2 * ATOL,
+                               rtol=2 * RTOL, scale=scale)
+            sizes = tie_size(q[b, h, :n], k[b, h, :n], causal=causal, atol=ATOL, rtol=RTOL,
+                             scale=scale)
+            for i in np.flatnonzero(sizes > 1):
+                tied = values[members[i]]
+                spread[b, h] = max(spread[b, h], np.abs(tied - tied[0]).max())
+    return spread, magnitude
+
+
+@st.composite
+def tied_batches(draw):
+    """Queries, keys and values on a coarse grid (exact score ties), with padding."""
+    batch, heads = draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    length, d, e = draw(st.integers(1, 7)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    grid = st.integers(-2, 2).map(float)
+    q = draw(hnp.arrays(np.float64, (batch, heads, length, d), elements=grid))
+    k = draw(hnp.arrays(np.float64, (batch, heads, length, d), elements=grid))
+    v = draw(hnp.arrays(np.float64, (batch, heads, length, e), elements=grid))
+    lengths = np.array(draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch)))
+    live = np.array(draw(st.lists(st.booleans(), min_size=heads, max_size=heads)))
+    return q, k, v, lengths, live, draw(st.booleans()), draw(st.sampled_from([0.5, 1.0, 0.0]))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(tied_batches())
+def test_the_spread_kernel_matches_the_reference_tie_sets(case):
+    q, k, v, lengths, live, causal, scale = case
+    sizes = np.zeros(q.shape[:3], dtype=np.int64)
+    for b, n in enumerate(lengths):
+        sizes[b, :, :n] = tie_size(q[b, :, :n], k[b, :, :n], causal=causal, atol=ATOL, rtol=RTOL,
+                                   scale=scale)
+    got = tie_value_spread(q, k, v, lengths, sizes, live, causal, scale, ATOL, RTOL, np.inf)
+    want = reference_spread(q, k, v, lengths, live, causal, scale)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def zero_query(spec, layer):
+    """W_Q = 0 with b_Q ≠ 0 in one block: every key ties at top degree, the bias splits them."""
+    blocks = list(spec.blocks)
+    attn = blocks[layer].attn
+    blocks[layer] = replace(blocks[layer], attn=replace(
+        attn, W_Q=np.zeros_like(attn.W_Q), b_Q=np.ones((attn.n_heads, attn.d_head))))
+    return replace(spec, blocks=tuple(blocks))
+
+
+def test_ties_of_different_values_take_the_exact_path_and_equal_ones_do_not():
+    spec = random_spec(3, norm="post", positional="none", d_mlp=8)
+    strings = ["ab", "abba", "babab"]
+    plain = limit_signs(spec, strings)
+    assert not plain.exact.any()  # positionless: layer-0 ties are keys of one token, one row
+    split = limit_signs(zero_query(spec, 1), strings)
+    assert split.exact.all()
+    assert all("values differ" in reason for reason in split.reasons)
+
+
+def test_limit_tie_sizes_are_the_exact_expansions_wherever_a_tie_could_split():
+    from satsim.saturation import exact_limit
+    from satsim.saturation.signs import limit_tie_sizes
+
+    spec = zero_query(random_spec(5, norm="pre", positional="none", d_mlp=8), 1)
+    strings = ["a", "ab", "abba", "bbaab", "aaaaaa"]
+    got = limit_tie_sizes(spec, strings)
+    for string, layers in zip(strings, got):
+        want = [h.size for h in exact_limit(spec, string).heads]
+        assert [causal for _, causal in layers] == [True, True]
+        for (size, _), expected in zip(layers, want):
+            np.testing.assert_array_equal(size, expected)
+
+
+def test_satsim_roles_limit_gives_the_roles_of_the_limits_tie_sets(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from satsim import save_spec
+    from satsim.analysis.head_roles import roles_from_tie_sizes
+    from satsim.analysis.strings import sample_strings
+    from satsim.cli.main import cli
+    from satsim.saturation.signs import limit_tie_sizes
+
+    spec = zero_query(random_spec(5, norm="pre", positional="none", d_mlp=8), 1)
+    path = tmp_path / "model.safetensors"
+    save_spec(spec, path)
+    result = CliRunner().invoke(cli, ["roles", "--model", str(path), "-n", "6", "--max-len", "6",
+                                      "--limit", "--json"])
+    assert result.exit_code == 0, result.output
+    strings = sample_strings(spec, None, 6, 6, 0, min_len=6)
+    want = [r.to_dict() for r in roles_from_tie_sizes(limit_tie_sizes(spec, strings))]
+    assert json.loads(result.output) == want
