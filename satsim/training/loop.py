@@ -28,7 +28,7 @@ from satsim.model.io import load_spec, save_spec
 from satsim.output import replace_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
-from satsim.training.budget import check_training_memory
+from satsim.training.budget import EVAL_CHUNK, check_training_memory
 from satsim.training.checkpoint import (
     checkpoint_steps,
     holds_run,
@@ -44,7 +44,6 @@ from satsim.training.lock import run_lock
 from satsim.training.objective import loss_and_correct
 
 REPRESENTATION_SCALE = 1000.0
-EVAL_CHUNK = 256
 
 
 def make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
