@@ -31,6 +31,13 @@ def check_count(value: object, what: str) -> int:
     return int(value)
 
 
+def generator(seed: SeedLike) -> np.random.Generator:
+    """The random generator of a sampler's ``seed``: a non-negative int, a Generator or None."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return np.random.default_rng(seed)
+    return np.random.default_rng(check_count(seed, "seed"))
+
+
 class Language(ABC):
     """A formal language: membership oracle, exact counts, samplers and next-symbol sets."""
 
@@ -283,7 +290,7 @@ class Language(ABC):
 
     def sample_positive(self, n: int, min_len: int, max_len: int, seed: SeedLike = 0) -> list[str]:
         """Return n strings: length uniform over possible lengths in range, then uniform."""
-        rng = np.random.default_rng(seed)
+        rng = generator(seed)
         lengths = np.array(
             self._draw_lengths(n, min_len, max_len, self.has_positive, "positive", rng), dtype=int
         )
@@ -321,7 +328,7 @@ class Language(ABC):
         def usable(length: int) -> tuple[str, ...]:
             return tuple(g for g in self.generators_for(length) if g in allowed)
 
-        rng = np.random.default_rng(seed)
+        rng = generator(seed)
         lengths, labels = self._draw_labelled(n, min_len, max_len, usable, "negative", rng)
         out: list[tuple[str, str]] = [("", "")] * len(labels)
         for label in sorted(set(labels)):
@@ -364,7 +371,7 @@ class Language(ABC):
                 g for g in EDITS if lo <= length + EDIT_SHIFT[g] <= hi and self._can(g, length)
             )
 
-        rng = np.random.default_rng(seed)
+        rng = generator(seed)
         lengths, kinds = self._draw_labelled(n, lo, hi, usable, "boundary-pair", rng)
         out: list[tuple[str, str, str]] = [("", "", "")] * len(kinds)
         for kind in sorted(set(kinds)):

@@ -8,9 +8,7 @@ shuffle-Dyck the same nested grammar never produces crossings such as "([)]".
 
 from __future__ import annotations
 
-import numpy as np
-
-from languages.base import Language, LanguageError, SeedLike, check_count
+from languages.base import Language, LanguageError, SeedLike, check_count, generator
 
 BRANCH, CONCAT = 0.5, 0.25
 
@@ -71,7 +69,7 @@ def sample_critical_pcfg(
         raise LanguageError(
             f"PCFG probabilities need 0 < p, 0 <= q, p + q < 1; got {branch}, {concat}"
         )
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     out: list[str] = []
     tries = 0
     while len(out) < n:

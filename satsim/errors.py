@@ -16,3 +16,9 @@ class SpecError(SatsimError):
 
 class WeightsFileError(SatsimError):
     """A weights file that cannot be read or does not describe a valid model."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's message, or its type's name when it has none."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

@@ -46,6 +46,10 @@ def check_output_file(path: str | os.PathLike, option: str = "output") -> Path:
     folder = path.parent
     if path.is_dir():
         raise SatsimError(f"{option}: {path} is a folder; give a file name")
+    if written_in_place(path):  # a device, a pipe or a link: written in place
+        if not os.access(path, os.W_OK):
+            raise SatsimError(f"{option}: cannot write to {path} (permission denied)")
+        return path
     if not folder.exists():
         raise SatsimError(f"{option}: the folder {folder} does not exist; create it first "
                           f"(mkdir -p {folder})")
@@ -69,9 +73,29 @@ def check_output_folder(path: str | os.PathLike, option: str = "output") -> Path
     return path
 
 
+def written_in_place(path: Path) -> bool:
+    """Whether ``path`` is a device, a pipe or a link, which a write must not rename onto."""
+    return path.is_symlink() or (path.exists() and not path.is_file())
+
+
 def replace_atomically(write, path: str | os.PathLike) -> None:
-    """Write ``path`` through ``write(temporary path)`` and a rename: a kill leaves old or new."""
+    """Write ``path`` through ``write(temporary path)`` and a rename: a kill leaves old or new.
+
+    A write that fails (a full disk, an error in ``write``) removes its temporary file and
+    leaves ``path`` as it was. A path that is not a regular file (/dev/null, a pipe) or is a
+    symbolic link (/dev/stdout, a user's link) is written in place: renaming onto it would
+    replace the device or the link.
+    """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    in_place = written_in_place(path)
+    tmp = path if in_place else path.with_name(path.name + ".tmp")
+    try:
+        write(tmp)
+        if not in_place:
+            os.replace(tmp, path)
+    except BaseException as error:
+        if not in_place:
+            tmp.unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.filename is None:
+            error.filename = str(path)  # a failed write() names no file: say which
+        raise

@@ -107,6 +107,17 @@ def run_satsim(*args: str, stdin: str | None = None):
                           text=True, timeout=600)
 
 
+def file_size_limit(limit: int):
+    """A ``preexec_fn``: the process may not write a file past ``limit`` bytes (a full disk).
+
+    Python ignores SIGXFSZ, so the write that crosses the limit fails with EFBIG, as a write
+    to a full disk fails with ENOSPC: a fault any user can inject, without mounting anything.
+    """
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 def architectures(**extra):
     """A hypothesis strategy of random_spec keyword arguments: every architecture option."""
     import numpy as np

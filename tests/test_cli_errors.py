@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_satsim
+from helpers import file_size_limit, run_satsim
 
 from satsim.errors import SatsimError
 from satsim.model.io import save_spec
@@ -73,6 +73,10 @@ def test_user_errors_are_not_value_errors():
     (["saturation", "--lang", "dyck1", "-n", "99999999999999999999"], "the largest number"),
     (["eval", "--lang", "dyck1", "--seed", "-1"], "is not in the range"),
     (["sample", "--lang", "dyck1", "--task", "nope"], "'nope' is not one of"),
+    (["eval", "--lang", "dyck1", "--model", ""], "'--model': an empty path names nothing"),
+    (["sample", "--lang", "dyck1", "--out", ""], "'--out': an empty path names nothing"),
+    (["train", "--out", ""], "'--out': an empty path names nothing"),  # it trained into "."
+    (["report", ""], "'RUN': an empty path names nothing"),
 ])
 def test_usage_errors_are_one_line(args, message):
     line = one_error_line(run_satsim(*args))
@@ -122,6 +126,44 @@ def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
 
 
 @pytest.mark.parametrize("args", [
+    ["--min-len", "10", "--max-len", "5"],  # refused by the sampler, after the file was opened
+    ["--sampler", "pcfg", "--lang", "anbn"],
+    ["--lang", "first", "--min-len", "0", "--max-len", "0"],
+])
+def test_a_refused_sample_leaves_the_out_file_as_it_was(tmp_path, args):
+    out = tmp_path / "d.txt"
+    out.write_text("kept\n")
+    one_error_line(run_satsim("sample", "--lang", "dyck1", "-n", "5", *args, "--out", str(out)))
+    assert out.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["d.txt"]
+
+
+def test_a_sample_on_a_full_disk_leaves_the_old_file_and_no_temporary_one(tmp_path):
+    out = tmp_path / "d.jsonl"
+    out.write_text("kept\n")
+    args = [sys.executable, "-m", "satsim", "sample", "--lang", "dyck1", "-n", "2000", "--json"]
+    full = subprocess.run([*args, "--out", str(out)], capture_output=True, text=True,
+                          preexec_fn=file_size_limit(4096), timeout=600)
+    assert f"the disk is full ({out})" in one_error_line(full)
+    assert out.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["d.jsonl"]
+    device = subprocess.run([*args, "--out", "/dev/full"], capture_output=True, text=True,
+                            timeout=600)
+    assert "the disk is full (/dev/full)" in one_error_line(device)
+    assert not Path("/dev/full").is_file()  # written in place, never renamed onto
+    whole = run_satsim("sample", "--lang", "dyck1", "-n", "20", "--json", "--out", str(out))
+    assert whole.returncode == 0 and len(out.read_text().splitlines()) == 20
+
+
+def test_a_sample_into_a_link_writes_through_it(tmp_path):
+    # Renamed onto, a link (/dev/stdout among them) would become a file of its own.
+    target, link = tmp_path / "data.jsonl", tmp_path / "link.jsonl"
+    target.write_text("kept\n")
+    link.symlink_to(target)
+    done = run_satsim("sample", "--lang", "dyck1", "-n", "5", "--json", "--out", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and len(target.read_text().splitlines()) == 5
+
+
+@pytest.mark.parametrize("args", [
     ["eval", "--lang", "dyck1", "-n", "2000000000"],
     ["sample", "--lang", "dyck1", "-n", "2000000000"],
     ["sample", "--lang", "dyck1", "-n", "10", "--max-len", "2000000000"],
@@ -134,6 +176,33 @@ def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
 def test_a_request_too_big_for_memory_is_refused_with_its_size(args):
     line = one_error_line(run_satsim(*args))
     assert " GB of memory and " in line and "needs about" in line and "lower" in line
+
+
+@pytest.mark.parametrize("args", [["--d-model", "100000"], ["--layers", "2147483647"],
+                                  ["--heads", "2147483647"], ["--d-mlp", "2147483647"],
+                                  ["--train-size", "2147483647"]])
+def test_training_too_big_for_memory_is_refused_before_anything_is_written(tmp_path, args):
+    # --d-model 100000 was killed by the kernel at 23 GB; --layers 2147483647 hung.
+    line = one_error_line(run_satsim("train", "--lang", "dyck1", "--steps", "5", "--out",
+                                     str(tmp_path / "run"), *args))
+    assert "needs about" in line and " GB of memory and " in line and "lower --d-model" in line
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch-size", "2147483647"], "batch_size 2147483647 is more than train_size 2000"),
+    (["--momentum", "2"], "2.0 is not in the range 0<=x<1"),
+    (["--momentum", "-0.5"], "-0.5 is not in the range 0<=x<1"),
+])
+def test_training_settings_out_of_range_are_one_line(tmp_path, args, message):
+    line = one_error_line(run_satsim("train", "--lang", "dyck1", "--out", str(tmp_path / "run"),
+                                     *args))
+    assert message in line and not (tmp_path / "run").exists()
+
+
+def test_a_model_path_that_is_no_regular_file_says_so():
+    line = one_error_line(run_satsim("eval", "--lang", "dyck1", "--model", "/dev/null"))
+    assert line == "error: /dev/null is not a regular file; give a weights file (.safetensors)"
 
 
 def test_the_simulator_estimates_a_long_strings_memory_before_running(monkeypatch):
@@ -203,6 +272,47 @@ def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
     result = run_satsim("trace", "--lang", "dyck1", "()" * 300, "--plot", str(tmp_path / "t.png"))
     assert "at most 512 tokens" in one_error_line(result) and result.stdout == ""
     assert not (tmp_path / "t.png").exists()
+
+
+@pytest.mark.parametrize("command", [["trace", "--lang", "dyck1", "()"],
+                                     ["saturation", "--lang", "dyck1"],
+                                     ["homogeneity"], ["projection"]])
+def test_a_plot_format_matplotlib_cannot_write_is_refused_before_any_work(tmp_path, command):
+    result = run_satsim(*command, "--plot", str(tmp_path / "t.txt"))
+    line = one_error_line(result)
+    assert "--plot: matplotlib cannot write .txt files; end the name with " in line
+    assert ".png" in line and result.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+SMALL_FIGURES = {
+    "homogeneity": (["--seeds", "1", "--layers", "1", "--d-model", "8", "--heads", "2",
+                     "--d-ff", "4"], "satsim.papers.homogeneity.plot", "plot_curves",
+                    "cosine of the pooled encoder output"),
+    "projection": (["--variants", "ffn", "--scales", "1-3", "--accuracies", "0.8",
+                    "--seeds", "1", "-n", "16"], "satsim.papers.projection.plots",
+                   "write_figure", "ρ*"),
+}
+
+
+@pytest.mark.parametrize("command", list(SMALL_FIGURES))
+def test_results_are_printed_before_a_figure_that_fails_to_write(tmp_path, command):
+    args, module, function, printed = SMALL_FIGURES[command]
+    patch = (f"import errno, {module}\n"
+             "def full(*args, **kwargs):\n"
+             "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+             f"{module}.{function} = full")
+    result = patched_satsim(patch, command, *args, "--plot", str(tmp_path / "f.png"))
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(errors) == 1 and "the disk is full" in errors[0]  # beside the progress label
+    assert printed in result.stdout
+
+
+def test_run_with_standard_input_closed_is_one_line():
+    result = subprocess.run([sys.executable, "-m", "satsim", "run", "--lang", "dyck1"],
+                            capture_output=True, text=True, stdin=None, timeout=600,
+                            preexec_fn=lambda: os.close(0))  # as `satsim run ... 0<&-`
+    assert "give STRINGS, or pipe one string per line" in one_error_line(result)
 
 
 def test_a_large_bin_reports_progress_and_scores_as_one_call(monkeypatch):

@@ -191,6 +191,10 @@ def test_cli_json_and_plots(tmp_path):
     ("no-metrics", [], "no metrics"),
     ("bad-metrics", [], "line 2 is not JSON"),
     ("ok", ["--bins", "5-1"], "bad length bin"),
+    # A bin too long for memory ran for minutes and then ran out of it: refused before any work.
+    ("ok", ["--bins", "2-10,1000000000-1000000000", "-n", "2"],
+     "the saturated limit of strings of 1,000,000,000 symbols (its exact expansion keeps every "
+     "residual stream as a series) needs about"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path, setup, args, message, monkeypatch,
                                                    capsys):
@@ -207,6 +211,30 @@ def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path, setup, args, messag
     stderr = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in stderr, stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("layers", "heads", "d_model", "length"),
+                         [(1, 2, 8, 800), (2, 3, 8, 200), (2, 2, 32, 1600)])
+def test_the_exact_expansion_memory_estimate_covers_what_it_holds(layers, heads, d_model,
+                                                                   length):
+    import tracemalloc
+
+    from satsim.saturation import leading_order
+    from satsim.saturation.exact import exact_limit, exact_limit_bytes
+
+    spec = random_spec(1, n_layers=layers, n_heads=heads, d_model=d_model, d_head=4,
+                       positional="learned", n_ctx=length + 1)
+    source = leading_order(spec).source
+    string = "".join(np.random.default_rng(1).choice(["a", "b"], length))
+    exact_limit(source, string[:20])  # compiled before the measure
+    tracemalloc.start()
+    try:
+        exact_limit(source, string)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = exact_limit_bytes(spec, length + 1)
+    assert peak <= estimate <= max(3 * peak, peak + 64e6)
 
 
 def test_the_report_command_does_not_import_torch_until_it_runs():

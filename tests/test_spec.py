@@ -157,3 +157,44 @@ def test_repr_shows_the_architecture_in_a_few_lines_not_the_arrays():
     assert len(text.splitlines()) == 5 and "array" not in text
     assert "2 layers, d_model 8, float64, norm pre" in text
     assert "layer 1: attention 2 heads × d_head 4 (causal), mlp 6" in text
+
+
+def test_a_file_with_blocks_its_configuration_does_not_place_is_refused(tmp_path):
+    # The configuration lists one block fewer than the file holds: loading it would drop a layer.
+    path = tmp_path / "m.safetensors"
+    spec = random_spec(2, n_layers=3)
+    save_spec(spec, path)
+    config = spec_config(spec)
+    config["blocks"] = config["blocks"][:2]
+    _rewrite(path, config=config)
+    with pytest.raises(WeightsFileError, match=r"does not place \(blocks\.2\.attn\.W_K, "
+                                               r"blocks\.2\.attn\.W_O, .*in all\)") as info:
+        load_spec(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_configuration_needing_tensors_the_file_lacks_is_refused(tmp_path):
+    # An affine LayerNorm whose γ and β are gone (from the file and its list) must not load as a
+    # norm without them.
+    path = tmp_path / "m.safetensors"
+    spec = random_spec(3, norm="pre")
+    save_spec(spec, path)
+    tensors = {k: v for k, v in spec.tensors().items() if not k.startswith("blocks.1.ln1.")}
+    config = spec_config(spec)
+    config["tensors"] = {k: list(v.shape) for k, v in tensors.items()}
+    _rewrite(path, tensors=tensors, config=config)
+    with pytest.raises(WeightsFileError,
+                       match="needs tensors the file lacks: blocks.1.ln1.b, blocks.1.ln1.w$"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize("scale", ["0.5", [1.0], True])
+def test_an_attention_scale_that_is_not_a_number_is_one_line(tmp_path, scale):
+    path = tmp_path / "m.safetensors"
+    spec = random_spec(4)
+    save_spec(spec, path)
+    config = spec_config(spec)
+    config["blocks"][0]["attn"]["scale"] = scale
+    _rewrite(path, config=config)
+    with pytest.raises(WeightsFileError, match="attention scale must be a number"):
+        load_spec(path)

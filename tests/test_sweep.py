@@ -82,6 +82,33 @@ def test_cli_plans_runs_and_refuses_bad_grids(tmp_path):
         assert message in str(bad.exception)
 
 
+def test_a_sweep_too_big_for_memory_is_refused_before_writing(tmp_path):
+    configs = plan({**TINY, "d_model": 100_000}, {"seed": [0, 1]})
+    with pytest.raises(SatsimError, match="2 runs at once, the largest training with d_model "
+                                          "100000, .* needs about .* or --jobs$"):
+        run_sweep(configs, tmp_path / "s", jobs=2)
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_table_orders_held_out_sets_by_their_lengths(capsys):
+    from satsim.cli.sweep import _table
+
+    row = {"name": "s0", "theta_norm": 1.0, "elapsed": 2.0,
+           "eval": {"test-102-150": 0.1, "validation": 0.9, "test-52-100": 0.5, "test-8-9": 0.7}}
+    _table([row])
+    header, line = capsys.readouterr().out.splitlines()
+    assert header.split()[1:5] == ["test-8-9", "test-52-100", "test-102-150", "validation"]
+    assert line.split()[1:5] == ["0.7000", "0.5000", "0.1000", "0.9000"]
+
+
+def test_a_sweep_with_a_mistyped_language_writes_nothing(tmp_path):
+    # It used to write plan.json and run it, and every corrected sweep into the folder was
+    # refused as another plan.
+    bad = CliRunner().invoke(cli, ["sweep", "--out", str(tmp_path / "s"), "--lang", "dyk1",
+                                   "--seed", "0"], standalone_mode=False)
+    assert "unknown language 'dyk1'" in str(bad.exception) and not (tmp_path / "s").exists()
+
+
 def folder_state(root) -> dict[str, str]:
     """Every file under ``root`` with a hash of its bytes (to show nothing was written)."""
     return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
@@ -166,6 +193,34 @@ def test_the_ray_engine_without_ray_is_one_line_naming_the_extra(tmp_path):
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
+NO_LOCAL_CLUSTER = ("import ray._private.services as services; "
+                    "import functools; services.find_gcs_addresses = functools.cache(lambda: []); "
+                    "services.find_bootstrap_address = lambda temp_dir=None: None; ")
+"""Hide any Ray cluster another process runs on this machine from `auto`."""
+
+
+@pytest.mark.parametrize(("address", "environment", "named"), [
+    ("127.0.0.1:1", {}, "'127.0.0.1:1' ("),
+    (None, {"RAY_ADDRESS": "127.0.0.1:1"}, "'127.0.0.1:1' ("),
+    ("auto", {}, "no Ray cluster at address 'auto' (Could not find any running Ray instance"),
+])
+def test_a_ray_cluster_that_is_not_there_is_one_line_naming_its_address(tmp_path, address,
+                                                                        environment, named):
+    # Ray itself retries an unreachable address for minutes; `auto` without a cluster raised a
+    # ConnectionError labelled as a bug. The timeout is a guard against a hang, not a measure.
+    code = (NO_LOCAL_CLUSTER + "import sys; from satsim.cli.main import main; "
+            "sys.argv = ['satsim', *sys.argv[1:]]; main()")
+    where = ["--address", address] if address else []
+    result = subprocess.run([sys.executable, "-c", code, "sweep", "--out", str(tmp_path / "s"),
+                             "--seed", "0", "--set", "steps=1", "--engine", "ray", *where],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **environment})
+    assert result.returncode == 2, result.stderr
+    error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and named in error[0] and "Traceback" not in result.stderr
+    assert not (tmp_path / "s").exists()  # refused before anything was written
+
+
 def metric_lines(root) -> int:
     """How many metrics rows the runs under ``root`` have logged so far."""
     return sum(len(path.read_text().splitlines()) for path in root.glob("runs/*/metrics.jsonl"))
@@ -211,3 +266,40 @@ def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tm
         steps = [row["step"] for row in map(json.loads, (run / "metrics.jsonl").open())
                  if "step" in row]
         assert steps == sorted(set(steps)) and steps[-1] == settings["steps"] - 1
+
+
+def tear(path) -> None:
+    """Cut a file in half, as a failing disk or a careless copy would."""
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def test_torn_sweep_files_give_the_same_weights_or_a_refusal_naming_them(tmp_path):
+    configs = plan(TINY, {"seed": [0, 1]})
+    whole = tmp_path / "whole"
+    reference = run_sweep(configs, whole)
+
+    def copy(name: str):
+        shutil.copytree(whole, tmp_path / name)
+        return tmp_path / name
+
+    for torn in ("plan.json", "results/s0.json", "runs/s0/config.json"):
+        root = copy(torn.replace("/", "-"))
+        tear(root / torn)
+        with pytest.raises(SatsimError, match=f"cannot read {root / torn} .*move it away"):
+            run_sweep(configs, root)
+    root = copy("results-table")  # the table is written, never read: it is written again
+    tear(root / "results.jsonl")
+    assert run_sweep(configs, root) == reference
+    root = copy("summary")  # a run whose summary is torn fails alone, with the file named
+    (root / "results" / "s0.json").unlink()
+    tear(root / "runs" / "s0" / "summary.json")
+    rows = run_sweep(configs, root)
+    assert "cannot read" in rows[0]["error"] and "summary.json" in rows[0]["error"]
+    assert rows[1] == reference[1]
+    root = copy("checkpoint")  # an unfinished run with a torn newest checkpoint resumes
+    for done in ("results/s1.json", "runs/s1/summary.json", "runs/s1/final.safetensors"):
+        (root / done).unlink()
+    tear(root / "runs" / "s1" / "checkpoints" / "step-00000012.safetensors")
+    rows = run_sweep(configs, root)
+    assert rows[1]["resumed_from"] == 6
+    assert same_weights(root / "runs" / "s1", whole / "runs" / "s1")

@@ -112,6 +112,34 @@ def test_text_of_a_token_model_is_split_on_whitespace():
         sim.logits(["one three"])
 
 
+def digit_model() -> ModelSpec:
+    """Ten one-character tokens "0" … "9", no BOS/EOS, per-position categorical (a TL import)."""
+    vocab = tuple(str(i) for i in range(10))
+    w_u = np.eye(10)[:, [0, 3, 4]] * np.arange(1, 11)[:, None]
+    output = OutputSpec(W_U=w_u, labels=("a", "b", "c"), task="categorical",
+                        readout="per-position")
+    return ModelSpec(vocab=vocab, W_E=np.eye(10), output=output, name="digits")
+
+
+def test_one_character_tokens_may_be_separated_by_spaces(tmp_path):
+    # docs/interop.md: `satsim run --model m.safetensors "3 1 4"`, for a TransformerLens model
+    # of ten tokens or fewer, was refused (the space is no symbol).
+    spec = digit_model()
+    assert spec.character_symbols
+    for fused in (True, False):
+        sim = Simulator(spec, fused=fused)
+        want = sim.logits(["314", "0"])
+        for got, expected in zip(sim.logits(["3 1 4", " 0 "]), want):
+            np.testing.assert_array_equal(got, expected)
+    with pytest.raises(SatsimError, match="symbol '31' at position 0 is not in the alphabet"):
+        Simulator(spec).logits(["31 4"])
+    save_spec(spec, tmp_path / "m.safetensors")
+    result = CliRunner().invoke(cli, ["run", "--model", str(tmp_path / "m.safetensors"), "3 1 4",
+                                      "314"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["'3 1 4': b tie(a|b|c) c", "'314': b tie(a|b|c) c"]
+
+
 def test_categorical_reads_the_largest_logit_and_reports_ties():
     sim = Simulator(word_model())
     got = sim.outputs([["one", "two", "10", "x"], []])

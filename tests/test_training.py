@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from satsim.cli.main import cli
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec
+from satsim.training.checkpoint import load_checkpoint
 from satsim.training.config import TrainConfig
 from satsim.training.data import run_data
 from satsim.training.init import initial_spec
@@ -154,6 +155,11 @@ def test_recognition_loss_falls_with_every_optimizer(tmp_path, optimizer):
     ({"steps": 0}, "steps must be"),
     ({"split": "nope"}, "unknown split preset"),
     ({"task": "transduction"}, "unknown task"),
+    ({"momentum": 1.0}, "momentum must be below 1, got 1.0"),
+    ({"batch_size": 2001, "train_size": 2000}, "batch_size 2001 is more than train_size 2000"),
+    ({"lang": "dyk1"}, "unknown language 'dyk1'"),
+    ({"positional": "learned", "split": "deletang"},
+     "up to 500 symbols .* more than the 256 rows of a learned positional table"),
 ])
 def test_bad_settings_are_one_line_errors(settings, message):
     with pytest.raises(SatsimError, match=message):
@@ -183,6 +189,27 @@ def test_cli_trains_resumes_and_refuses_bad_input(tmp_path):
     assert "unknown language" in str(unknown.exception) and not (tmp_path / "k").exists()
 
 
+def test_a_failed_start_leaves_nothing_that_blocks_a_corrected_one(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "run"
+    refused = runner.invoke(cli, ["train", "--positional", "learned", "--split", "deletang",
+                                  "--out", str(out)], standalone_mode=False)
+    assert "learned positional table" in str(refused.exception) and not out.exists()
+    # A start that stopped before its first checkpoint (killed, or failed in its first
+    # evaluation) leaves its lock, config and empty metrics: not a run.
+    out.mkdir()
+    (out / ".lock").write_text("pid 1\n")
+    TrainConfig(**SMALL).save(out / "config.json")
+    (out / "metrics.jsonl").write_text("")
+    args = ["train", "--steps", "20", "--train-size", "100", "--d-model", "8", "--out", str(out)]
+    started = runner.invoke(cli, [*args, "--json"])
+    assert started.exit_code == 0, started.output
+    assert json.loads(started.output.strip().splitlines()[-1])["resumed_from"] is None
+    assert TrainConfig.load(out / "config.json").steps == 20
+    again = runner.invoke(cli, args, standalone_mode=False)  # now it holds a run
+    assert "already holds a run" in str(again.exception)
+
+
 def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
     config = TrainConfig(**{**SMALL, "steps": 40})
     train(config, tmp_path / "run")
@@ -197,6 +224,15 @@ def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
     again = load_spec(str(tmp_path / "run" / "final.safetensors")).tensors()
     assert all(np.array_equal(final[name], again[name]) for name in final)
     assert [row["step"] for row in rows(tmp_path / "run")] == [0, 10, 20, 30, 39]
+
+
+def test_an_empty_optimizer_state_is_a_damaged_checkpoint(tmp_path):
+    # An empty file's error has no message, whose first line the refusal used to read.
+    train(TrainConfig(**{**SMALL, "steps": 20}), tmp_path / "run")
+    (tmp_path / "run" / "checkpoints" / "step-00000020.state.pt").write_bytes(b"")
+    with pytest.raises(SatsimError, match=r"cannot read checkpoint state .*step-00000020"
+                                          r"\.state\.pt: EOFError$"):
+        load_checkpoint(tmp_path / "run", 20)
 
 
 def test_a_half_written_last_metrics_line_is_dropped_on_resume(tmp_path):

@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+from helpers import file_size_limit
 
 from satsim.model.io import load_spec
 
@@ -75,6 +76,24 @@ def test_random_kills_and_a_corrupt_checkpoint_resume_to_the_same_weights(tmp_pa
     assert finish.returncode == 0, err
     assert f"checkpoint {int(newest.name[5:13])} is damaged" in err
     assert baseline.wait() == 0 and kills >= 1
+    a, b = weights(whole), weights(cut)
+    assert all(np.array_equal(a[name], b[name]) for name in a)
+    assert metrics(cut) == metrics(whole)
+
+
+def test_a_full_disk_stops_training_in_one_line_without_temporary_files_and_it_resumes(tmp_path):
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    baseline = satsim(*TRAIN, "--out", str(whole))
+    full = subprocess.run([sys.executable, "-m", "satsim", *TRAIN, "--out", str(cut)],
+                          capture_output=True, text=True, preexec_fn=file_size_limit(12000))
+    errors = [line for line in full.stderr.splitlines() if line.startswith("error: ")]
+    assert full.returncode == 2 and "Traceback" not in full.stderr, full.stderr
+    assert len(errors) == 1 and errors[0].startswith(f"error: the disk is full ({cut}/")
+    assert not list(cut.rglob("*.tmp"))
+    finish = satsim(*TRAIN, "--resume", "--out", str(cut))
+    _, err = finish.communicate()
+    assert finish.returncode == 0, err
+    assert baseline.wait() == 0
     a, b = weights(whole), weights(cut)
     assert all(np.array_equal(a[name], b[name]) for name in a)
     assert metrics(cut) == metrics(whole)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import PlotPath, count
+from satsim.cli.progress import progressbar
 from satsim.papers.homogeneity.curves import PROTOCOLS, REFERENCE_C
 
 
@@ -32,7 +32,7 @@ from satsim.papers.homogeneity.curves import PROTOCOLS, REFERENCE_C
 @click.option("--threads", type=count(1), default=None,
               help="torch CPU threads (default: torch's).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--plot", "plot_path", type=OutputPath(), default=None,
+@click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Write a PNG of the curves here.")
 def command(protocol, seeds, first_seed, layers, d_model, heads, d_ff, device, dtype, threads,
             as_json, plot_path) -> None:
@@ -47,23 +47,23 @@ def command(protocol, seeds, first_seed, layers, d_model, heads, d_ff, device, d
 
     where = resolve_device(device)
     total = len(PROTOCOLS[protocol]) * seeds
-    with click.progressbar(length=total, label=f"{protocol} curves", file=sys.stderr) as bar:
+    with progressbar(total, f"{protocol} curves") as bar:
         curves = homogeneity_curves(protocol, seeds, sizes, first_seed=first_seed,
                                     device=str(where), dtype=dtype,
                                     on_curve=lambda: bar.update(1))
     title = (f"{protocol} protocol: {layers} layers, d_model {d_model}, {heads} heads, d_ff "
              f"{d_ff}; {seeds} seeds")
-    if plot_path is not None:
-        from satsim.papers.homogeneity.plot import plot_curves
-
-        plot_curves(curves, plot_path, title)
     if as_json:
         setup = {"protocol": protocol, "seeds": seeds, "first_seed": first_seed,
                  "sizes": vars(sizes), "reference_c": REFERENCE_C, "dtype": dtype,
                  "device": str(where)}
         click.echo(json.dumps({"setup": setup, "curves": [c.to_dict() for c in curves]}))
-        return
-    _table(curves, f"{title}; {dtype} on {where}")
+    else:
+        _table(curves, f"{title}; {dtype} on {where}")
+    if plot_path is not None:  # after the curves are out, so a failed write loses nothing
+        from satsim.papers.homogeneity.plot import plot_curves
+
+        plot_curves(curves, plot_path, title)
 
 
 def _table(curves, title: str) -> None:

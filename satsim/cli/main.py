@@ -98,7 +98,7 @@ def run_command(lang_name, model_path, task, attention, beta, atol, rtol, string
     """Run the model on STRINGS beside the oracle (or without one, for a saved model alone)."""
     language = get_language(lang_name) if lang_name is not None else None
     if not strings:
-        if sys.stdin.isatty():
+        if sys.stdin is None or sys.stdin.isatty():  # None: standard input is closed
             raise SatsimError("give STRINGS, or pipe one string per line into standard input")
         strings = tuple(line.rstrip("\n") for line in sys.stdin)
     simulator = simulator_from_options(lang_name, model_path, task, attention, beta, atol, rtol)

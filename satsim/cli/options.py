@@ -67,6 +67,20 @@ def count(minimum: int = 0) -> click.IntRange:
     return Count(min=minimum, max=MAX_COUNT)
 
 
+class NonEmptyPath(click.Path):
+    """click's Path, refusing an empty one by name (Path("") would be the current folder)."""
+
+    def convert(self, value, param, ctx):
+        """The path, after click's checks; "" is a usage error."""
+        return super().convert(self.given(value, param, ctx), param, ctx)
+
+    def given(self, value, param, ctx):
+        """``value``, unless it is empty (a usage error)."""
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path names nothing; give a path", param, ctx)
+        return value
+
+
 LANGUAGE_OPTION = click.option("--lang", "lang_name", required=True,
                                help="Language (see `satsim languages`).")
 OPTIONAL_LANGUAGE_OPTION = click.option(
@@ -74,7 +88,7 @@ OPTIONAL_LANGUAGE_OPTION = click.option(
     help="Language (see `satsim languages`): its construction, and its oracle beside the "
          "answers. Optional with --model.")
 MODEL_OPTIONS = [
-    click.option("--model", "model_path", type=click.Path(dir_okay=False),
+    click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False),
                  help="A saved model spec (.safetensors); default: the language's construction."),
     click.option("--task", type=click.Choice(LANGUAGE_TASKS),
                  default="recognition", show_default=True,
@@ -88,7 +102,7 @@ MODEL_OPTIONS = [
 ]
 
 
-class OutputPath(click.Path):
+class OutputPath(NonEmptyPath):
     """A file or folder a command writes, checked when the options are parsed, before any work."""
 
     def __init__(self, folder: bool = False) -> None:
@@ -102,7 +116,24 @@ class OutputPath(click.Path):
 
         option = param.opts[0] if param is not None and param.opts else "output"
         check = check_output_folder if self.folder else check_output_file
-        return str(check(value, option))
+        return str(check(self.given(value, param, ctx), option))
+
+
+class PlotPath(OutputPath):
+    """A figure file: an OutputPath whose extension matplotlib can write (none: PNG)."""
+
+    def convert(self, value, param, ctx):
+        """Check the path and its format now, before any work; a bad one is one line."""
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        path = super().convert(value, param, ctx)
+        formats = FigureCanvasBase.get_supported_filetypes()
+        suffix = path.rpartition(".")[2].lower() if "." in path.rpartition("/")[2] else ""
+        if suffix and suffix not in formats:
+            option = param.opts[0] if param is not None and param.opts else "plot"
+            raise SatsimError(f"{option}: matplotlib cannot write .{suffix} files; end the "
+                              f"name with {', '.join('.' + f for f in sorted(formats))}")
+        return path
 
 
 def with_model_options(fn, language_required: bool = True):
@@ -117,9 +148,9 @@ def with_model_options_language_optional(fn):
     return with_model_options(fn, language_required=False)
 
 
-INPUT_HELP = ("An input is a string of symbols; for a model whose symbols are not all one "
-              "character (a tracr import, say), its tokens separated by spaces, in one argument: "
-              "'1 10 3'.")
+INPUT_HELP = ("An input is a string of symbols, or its tokens separated by spaces in one "
+              "argument ('1 10 3'), which a model whose symbols are not all one character (a "
+              "tracr import, say) needs.")
 """How ``run`` and ``trace`` read an input, for their help."""
 
 

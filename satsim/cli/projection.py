@@ -7,11 +7,11 @@ imported inside the command function only (``satsim eval`` must not pay for them
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import PlotPath, count
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 
 DEFAULT_VARIANTS = "attention,attention-no-bias,ffn,ffn-no-bias,ffn-no-bias-no-residual"
@@ -71,7 +71,7 @@ def parse_numbers(text: str, what: str) -> list[float]:
 @click.option("--threads", type=count(1), default=1, show_default=True,
               help="torch CPU threads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--plot", "plot_path", type=OutputPath(), default=None,
+@click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Write the three-panel figure (PNG) to this file.")
 def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, hidden, classes,
             scale_head, no_head_bias, threads, as_json, plot_path) -> None:
@@ -93,20 +93,21 @@ def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, h
     check_grid(scales, accuracies)
     seed_list = list(range(first_seed, first_seed + seeds))
     total = len(variants) * len(seed_list) * len(scales)
-    with click.progressbar(length=total, label="projection", file=sys.stderr) as bar:
+    with progressbar(total, "projection") as bar:
         run = run_experiment(variants, scales, accuracies, seed_list, n=n, hidden=hidden,
                              classes=classes, scale_head=scale_head,
                              head_bias=not no_head_bias, on_scale=lambda: bar.update(1))
-    files = []
+    # The results come out before the figure is written, so a failed write loses nothing;
+    # --json names the figure it is about to write.
+    if as_json:
+        click.echo(json.dumps({**run.to_dict(), "plots": [plot_path] if plot_path else []}))
+    else:
+        click.echo(report.header(run))
+        for line in report.findings_table(run) + [""] + report.equilibrium_table(run):
+            click.echo(line)
     if plot_path is not None:
         from satsim.papers.projection.plots import write_figure
 
-        files.append(write_figure(run, plot_path))
-    if as_json:
-        click.echo(json.dumps({**run.to_dict(), "plots": files}))
-        return
-    click.echo(report.header(run))
-    for line in report.findings_table(run) + [""] + report.equilibrium_table(run):
-        click.echo(line)
-    for path in files:
-        click.echo(f"wrote {path}")
+        written = write_figure(run, plot_path)
+        if not as_json:
+            click.echo(f"wrote {written}")

@@ -6,11 +6,12 @@ import json
 
 import click
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import NonEmptyPath, OutputPath, count
+from satsim.cli.progress import Ticker
 
 
 @click.command("report")
-@click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False))
+@click.argument("run_dir", metavar="RUN", type=NonEmptyPath(file_okay=False))
 @click.option("--plot", "plot_dir", type=OutputPath(folder=True), default=None,
               help="Write the figures (PNG) into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -34,9 +35,17 @@ def command(run_dir, plot_dir, as_json, bins_text, n, seed, device, soft_max_len
 
     bins = parse_bins(bins_text) if bins_text else None
     where = str(resolve_device(device))
+    ticker = Ticker()
+
+    def within_bin(model: str, bin_: tuple[int, int], done: int, total: int) -> None:
+        if ticker.due():  # a long bin: a line every so often, not only when it ends
+            click.echo(f"report: {model}, bin {bin_[0]}–{bin_[1]}: {done}/{total} strings "
+                       f"({ticker.since_start()} into the report)", err=True)
+
     report = build_report(run_dir, bins, n, seed, device=where, soft_max_len=soft_max_len,
                           roles_n=roles_n,
-                          progress=lambda line: click.echo(f"report: {line}", err=True))
+                          progress=lambda line: click.echo(f"report: {line}", err=True),
+                          on_strings=within_bin)
     if not as_json:
         click.echo(render(report))  # before the plots: a failed write loses nothing
     written = []

@@ -8,7 +8,9 @@ import click
 
 from languages.datasets import PRESETS, SAMPLERS, TASKS
 from satsim.cli.options import OutputPath, count
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
+from satsim.output import replace_atomically
 
 PROGRESS_FROM = 200_000  # show a progress bar (on stderr) from this many symbols on
 
@@ -89,21 +91,28 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
         from languages.flare import check_new_folder
 
         check_new_folder(flare_dir)
-        with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
-                               hidden=total * longest < PROGRESS_FROM) as bar:
+        with progressbar(total, f"sampling {language.name}",
+                         hidden=total * longest < PROGRESS_FROM) as bar:
             rows = list(datasets.build(language, n, preset=preset, min_len=min_len,
                                        max_len=max_len, task=task, negatives=negatives,
                                        sampler=sampler, seed=seed, progress=bar.update))
         _write_flare(flare_dir, language, rows)
         return
-    handle = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
-    try:
-        with click.progressbar(length=total, label=f"sampling {language.name}", file=sys.stderr,
-                               hidden=total * longest < PROGRESS_FROM) as bar:
+
+    def write(handle) -> None:
+        with progressbar(total, f"sampling {language.name}",
+                         hidden=total * longest < PROGRESS_FROM) as bar:
             for row in datasets.build(language, n, preset=preset, min_len=min_len,
                                       max_len=max_len, task=task, negatives=negatives,
                                       sampler=sampler, seed=seed, progress=bar.update):
                 handle.write((datasets.dumps(row) if as_json else _plain(row)) + "\n")
-    finally:
-        if out_path:
-            handle.close()
+
+    if out_path is None:
+        write(sys.stdout)
+        return
+
+    def write_file(path) -> None:
+        with open(path, "w", encoding="utf-8") as handle:
+            write(handle)
+
+    replace_atomically(write_file, out_path)  # the file appears whole, or stays as it was

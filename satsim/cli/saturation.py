@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from satsim.cli.options import OutputPath, count, get_language, load_model
+from satsim.cli.options import NonEmptyPath, PlotPath, count, get_language, load_model
 from satsim.errors import SatsimError
 
 
@@ -80,7 +80,7 @@ def _plot(result, path: str) -> None:
 @click.command("saturation")
 @click.option("--lang", "lang_name", default=None,
               help="Language: its construction (unless --model) and its test strings.")
-@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False), default=None,
               help="A saved model spec (.safetensors).")
 @click.option("--scales", "scales_text", default="1,2,5,10,100,1000", show_default=True,
               help="Scales c at which to run the soft twin.")
@@ -95,7 +95,7 @@ def _plot(result, path: str) -> None:
 @click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--exact/--no-exact", default=True, show_default=True,
               help="Also compare with the exact limit (asymptotic expansion; slower).")
-@click.option("--plot", "plot_path", type=OutputPath(), default=None,
+@click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Draw the curves into this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, max_len, seed,

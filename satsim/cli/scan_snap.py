@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
 from satsim.cli.options import OutputPath, count
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.papers.scan_snap.data import LOSSES, N_COMMON
 from satsim.papers.scan_snap.grid import GRIDS
 from satsim.papers.scan_snap.snap import DEFAULT_EPSILON
-
-
-def _progress(total: int, label: str):
-    """Return a click progress bar on standard error."""
-    return click.progressbar(length=total, label=label, file=sys.stderr)
 
 
 @click.command("scan-snap")
@@ -108,7 +103,7 @@ def _grid(grid, seeds, common, as_json, plot_dir, threads) -> None:
     from satsim.papers.scan_snap.report import divergence_note, grid_matrix, grid_table
 
     total = len(grid.n_queries) * common["iters"]
-    with _progress(total, f"{grid.name} grid, {grid.n_cells} cells × {seeds} seeds") as bar:
+    with progressbar(total, f"{grid.name} grid, {grid.n_cells} cells × {seeds} seeds") as bar:
         result = run_grid(grid, seeds, on_step=lambda _: bar.update(1), **common)
     files = _plots("grid", result, plot_dir)
     if as_json:
@@ -140,7 +135,7 @@ def _trace(setting, seeds, run, as_json, plot_dir) -> None:
 
     task, eta_z, ratio = setting["task"], setting["eta_z"], setting["ratio"]
     label = setting.get("name") or f"K={task.n_queries} η_Z={eta_z:g} r={ratio:g}"
-    with _progress(run["iters"], f"trace {label}") as bar:
+    with progressbar(run["iters"], f"trace {label}") as bar:
         trace = run_trace(seeds=seeds, on_step=lambda _: bar.update(1), **setting, **run)
     files = _plots("trace", trace, plot_dir)
     if as_json:

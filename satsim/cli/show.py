@@ -7,7 +7,7 @@ import json
 import click
 
 from satsim.analysis.describe import degree_table, describe
-from satsim.cli.options import load_model
+from satsim.cli.options import NonEmptyPath, load_model
 
 
 def _print_description(info: dict) -> None:
@@ -61,7 +61,7 @@ def _print_degrees(table: dict) -> None:
 
 @click.command("show")
 @click.option("--lang", "lang_name", default=None, help="A language with a built-in construction.")
-@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False), default=None,
               help="A saved model spec (.safetensors).")
 @click.option("--degrees", "with_degrees", is_flag=True,
               help="Also print the degree of homogeneity of every node of the network graph.")

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
-import sys
+import re
 
 import click
 
+from satsim.cli.options import NonEmptyPath, count
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
+
+
+def _by_numbers(name: str) -> list:
+    """A sort key that reads the numbers in a name as numbers: test-52-100 before test-102-150."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _table(rows: list[dict]) -> None:
     """Print one line per run: name, held-out accuracies (— where a set is empty), ‖θ‖, time."""
-    splits = sorted({split for row in rows for split in row.get("eval", {})})
+    splits = sorted({split for row in rows for split in row.get("eval", {})}, key=_by_numbers)
     click.echo(f"{'run':<28} " + " ".join(f"{s:>13}" for s in splits) + f" {'‖θ‖':>9} {'s':>7}")
     for row in rows:
         if "error" in row:
@@ -41,7 +48,7 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
 
 
 @click.command("sweep")
-@click.option("--out", "out", type=click.Path(file_okay=False), required=True,
+@click.option("--out", "out", type=NonEmptyPath(file_okay=False), required=True,
               help="Sweep folder: plan.json, runs/NAME per run, results/NAME.json per "
               "finished run, results.jsonl.")
 @click.option("--lang", default="", help="Languages, comma-separated.")
@@ -51,13 +58,13 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
               help="Any other training setting to sweep (repeatable).")
 @click.option("--set", "fixed", multiple=True, metavar="KEY=VALUE",
               help="A setting shared by every run (repeatable), e.g. steps=500.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", type=count(1), default=1, show_default=True,
               help="Runs at once (one process each, one torch thread each).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Run here (--jobs processes) or as Ray tasks (needs satsim[ray]).")
 @click.option("--address", default=None,
               help="Ray cluster to join (default: RAY_ADDRESS, else a local cluster).")
-@click.option("--cpus-per-run", type=click.IntRange(min=1), default=None,
+@click.option("--cpus-per-run", type=count(1), default=None,
               help="CPUs (and torch threads) of each Ray task [default: 1].")
 @click.option("--gpus-per-run", type=click.FloatRange(min=0), default=None,
               help="GPUs of each Ray task [default: 1 for --set device=cuda, else 0].")
@@ -83,8 +90,8 @@ def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_ru
             return
         ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
         check_plan(configs, out)
-        with click.progressbar(length=len(configs), label=f"sweep of {len(configs)} runs",
-                               file=sys.stderr, item_show_func=lambda name: name) as bar:
+        with progressbar(len(configs), f"sweep of {len(configs)} runs",
+                         item_show_func=lambda name: name) as bar:
             rows = run_sweep(configs, out, jobs=jobs, engine=engine, ray_options=ray_options,
                              on_result=lambda row: bar.update(1, row["name"]))
     if as_json:

@@ -8,7 +8,7 @@ import click
 
 from satsim.cli.options import (
     INPUT_HELP,
-    OutputPath,
+    PlotPath,
     simulator_from_options,
     with_model_options_language_optional,
 )
@@ -18,7 +18,7 @@ from satsim.cli.options import (
                "head and layer wrote. " + INPUT_HELP)
 @with_model_options_language_optional
 @click.argument("string")
-@click.option("--plot", "plot_path", type=OutputPath(),
+@click.option("--plot", "plot_path", type=PlotPath(),
               help="Also draw every head's attention map into this image file (PNG, PDF, SVG).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, task, attention, beta, atol, rtol, string, plot_path,

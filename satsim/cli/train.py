@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -11,8 +10,10 @@ import click
 from click.core import ParameterSource
 
 from satsim.cli.options import OutputPath, count, get_language
+from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.output import check_output_folder
+from satsim.training.checkpoint import holds_run
 from satsim.training.config import (
     DEFAULTS,
     DTYPES,
@@ -33,12 +34,15 @@ def _option(name: str, kind, help_text: str, **extra):
 
 
 def _read_data_folder(settings: dict, context) -> None:
-    """--data: its absolute path; --lang, --train-size and --split (flare) unless given."""
+    """--data: its absolute path; --lang, --train-size and --split (flare) unless given.
+
+    The default --batch-size shrinks to a folder of fewer strings; a larger one given is refused.
+    """
     from languages import flare
 
     folder = Path(settings["data"]).resolve()
     settings["data"] = str(folder)
-    given = {name for name in ("lang", "train_size", "split")
+    given = {name for name in ("lang", "train_size", "split", "batch_size")
              if context.get_parameter_source(name) == ParameterSource.COMMANDLINE}
     if "split" not in given:
         settings["split"] = "flare"  # the report's default length bins
@@ -48,6 +52,8 @@ def _read_data_folder(settings: dict, context) -> None:
         split = flare.read_split(folder, get_language(settings["lang"]))
         size = len(split.positives) if settings["task"] == "next-symbol" else len(split.strings)
         settings["train_size"] = max(size, 1)
+    if "batch_size" not in given:
+        settings["batch_size"] = min(settings["batch_size"], settings["train_size"])
 
 
 @click.command("train")
@@ -59,7 +65,7 @@ def _read_data_folder(settings: dict, context) -> None:
 @_option("optimizer", click.Choice(OPTIMIZERS), "Optimiser.")
 @_option("lr", float, "Learning rate.")
 @_option("weight_decay", float, "Weight decay.")
-@_option("momentum", float, "SGD momentum.")
+@_option("momentum", click.FloatRange(0, 1, max_open=True), "SGD momentum.")
 @_option("layers", count(1), "Blocks.")
 @_option("d_model", count(1), "Residual width.")
 @_option("heads", count(1), "Heads per layer.")
@@ -99,9 +105,8 @@ def command(context, out, resume, threads, as_json, **settings) -> None:
         config = resumed_config(TrainConfig.load(run / "config.json"), settings, given)
     else:
         config = TrainConfig.from_dict({**DEFAULTS, **settings})
-        if (run / "config.json").exists():
+        if holds_run(run):
             raise SatsimError(f"{run} already holds a run; add --resume or choose another --out")
-    get_language(config.lang)
     from satsim.torch_setup import import_torch
 
     import_torch(threads)
@@ -116,9 +121,8 @@ def command(context, out, resume, threads, as_json, **settings) -> None:
             # The bar opens after the first step, so that its clock (and so its time estimate)
             # leaves out the set-up, the held-out evaluation at step 0 and any resumed steps.
             if not bars:
-                bars.append(stack.enter_context(click.progressbar(
-                    length=max(config.steps - first_step[0], 0), label=f"training {config.lang}",
-                    file=sys.stderr)))
+                bars.append(stack.enter_context(progressbar(
+                    max(config.steps - first_step[0], 0), f"training {config.lang}")))
             bars[0].update(steps)
 
         try:

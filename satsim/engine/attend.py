@@ -46,7 +46,11 @@ class AttentionResult:
 
 def _float_array(name: str, x) -> np.ndarray:
     """Return x as a float32/float64 array of at least 2 dims with finite entries."""
-    x = np.asarray(x)
+    try:
+        x = np.asarray(x)
+    except ValueError:  # NumPy refuses nested lists of unequal lengths
+        raise SatsimError(f"{name} is a ragged list; give an array of shape (..., length, "
+                          "dim)") from None
     if x.dtype not in (np.float32, np.float64):
         raise SatsimError(f"{name} must be float32 or float64, got dtype {x.dtype}")
     if x.ndim < 2:

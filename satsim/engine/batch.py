@@ -15,9 +15,10 @@ from satsim.engine.attend import attention
 from satsim.engine.kernels.layers import ACTIVATION_CODES
 from satsim.engine.kernels.layers import run_affine as affine
 from satsim.engine.kernels.layers import run_layer_norm as layer_norm
+from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, counting_heads, run
 from satsim.model.encoding import embed, positional_vectors
-from satsim.model.settings import AttentionSettings
+from satsim.model.settings import AttentionSettings, overflow_remedy
 from satsim.model.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec, OutputSpec
 
 
@@ -108,6 +109,10 @@ def apply_attention(
 ) -> tuple[np.ndarray, LayerTrace]:
     """Multi-head self-attention of (B, T, d) with padding ``mask`` (B, T)."""
     q, k, v = _project(x, [attn.W_Q, attn.W_K, attn.W_V], [attn.b_Q, attn.b_K, attn.b_V])
+    if not all(np.isfinite(part).all() for part in (q, k, v)):
+        raise SatsimError(f"an attention layer's queries, keys or values overflowed {x.dtype} "
+                          f"(the model's weights are too large for it); use "
+                          f"{overflow_remedy(x.dtype)}")
     head_mask = mask[:, None, :]
     result = attention(
         q, k, v, kind=settings.kind, beta=settings.beta, causal=attn.causal, mask=head_mask,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -18,7 +19,7 @@ from satsim.engine.resources import SYMBOL_BYTES, check_memory
 from satsim.errors import SatsimError
 from satsim.model.encoding import Input, encoder, input_text, symbol_table
 from satsim.model.readout import decode
-from satsim.model.settings import AttentionSettings, tie_tolerance
+from satsim.model.settings import AttentionSettings, overflow_remedy, tie_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import tie_sets
 
@@ -55,9 +56,19 @@ class Trace:
 
     def tie_set(self, layer: int, head: int, query: int) -> np.ndarray:
         """Positions in the tie set of ``query`` at (``layer``, ``head``), recomputed exactly."""
+        if not 0 <= layer < len(self.layers):
+            raise SatsimError(f"layer {layer} is out of range: the model has "
+                              f"{len(self.layers)} blocks (0–{len(self.layers) - 1})")
         trace = self.layers[layer]
         if trace is None:
             raise SatsimError(f"block {layer} has no attention")
+        heads, length = len(trace.queries), trace.queries[0].shape[0]
+        if not 0 <= head < heads:
+            raise SatsimError(f"head {head} is out of range: block {layer} has {heads} heads "
+                              f"(0–{heads - 1})")
+        if not 0 <= query < length:
+            raise SatsimError(f"query {query} is out of range: the input has {length} positions "
+                              f"(0–{length - 1})")
         q = trace.queries[head][query : query + 1]
         keys = trace.keys[head]
         if trace.causal:
@@ -65,6 +76,24 @@ class Trace:
         mask = tie_sets(q, keys, causal=False, atol=self.settings.atol, rtol=self.settings.rtol,
                         scale=trace.scale)
         return np.flatnonzero(mask[0])
+
+
+def _back_to_back(ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Encoded inputs as one int32 array, with each input's start and length."""
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    joined = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+    return joined.astype(np.int32), starts, lengths
+
+
+def _check_input_list(strings: Any) -> None:
+    """Refuse what is not a list of inputs (one string, None, a number) in one line."""
+    if isinstance(strings, (str, bytes)):
+        raise SatsimError("pass a list of strings, not a single string")
+    if not hasattr(strings, "__iter__"):
+        raise SatsimError(f"pass a list of inputs (strings, token sequences or token ids), "
+                          f"got {type(strings).__name__}")
 
 
 class Simulator:
@@ -105,8 +134,7 @@ class Simulator:
 
     def encode(self, strings: Sequence[Input]) -> list[np.ndarray]:
         """Token ids of each input (BOS/EOS added); a symbol outside the vocab raises."""
-        if isinstance(strings, str):
-            raise SatsimError("pass a list of strings, not a single string")
+        _check_input_list(strings)
         encode_one = encoder(self.spec)
         ids = [encode_one(s) for s in strings]
         if any(len(seq) == 0 for seq in ids):
@@ -121,16 +149,10 @@ class Simulator:
         The same ids as :meth:`encode`; text of one-character symbols goes in one pass over the
         joined strings, errors are the same.
         """
-        if isinstance(strings, str):
-            raise SatsimError("pass a list of strings, not a single string")
+        _check_input_list(strings)
         spec = self.spec
         if not (spec.character_symbols and all(isinstance(s, str) for s in strings)):
-            ids = self.encode(strings)
-            lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-            starts = np.zeros(len(lengths), dtype=np.int64)
-            np.cumsum(lengths[:-1], out=starts[1:])
-            joined = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-            return joined.astype(np.int32), starts, lengths
+            return _back_to_back(self.encode(strings))
         table = symbol_table(spec)
         # BOS and EOS become two code points just past the symbols' table, joined in place.
         marks = {}
@@ -157,9 +179,8 @@ class Simulator:
         bad = (ids.size and ids.min() < 0) or (lengths.size and lengths.min() == 0)
         for mark, _ in marks.values():  # a mark's code point inside a string is no symbol
             bad = bad or np.count_nonzero(codes == ord(mark)) != len(strings)
-        if bad:
-            self.encode(strings)  # raises the error naming the string and the symbol
-            raise SatsimError(f"strings do not encode for model {spec.name!r}")  # not reached
+        if bad:  # tokens separated by spaces, or the error naming the string and the symbol
+            return _back_to_back(self.encode(strings))
         starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         return ids, starts, lengths
@@ -220,7 +241,7 @@ class Simulator:
         if not np.isfinite(logits).all():
             raise SatsimError(f"model {self.spec.name!r} gives logits that are not finite on "
                               f"these inputs (an activation overflowed {self.spec.dtype}); "
-                              "use float64 or smaller weights")
+                              f"use {overflow_remedy(self.spec.dtype)}")
 
     def _batches(self, ids: list[np.ndarray]) -> Iterator[list[int]]:
         """Group string indices of similar length so that padding stays small."""

@@ -263,6 +263,9 @@ def from_transformer_lens(model: Any, name: str | None = None, *, check: bool = 
         raise SatsimError("TransformerLens 4's TransformerBridge is not supported (it loads "
                           "models from the hub by name); pass a TransformerLens 3.x "
                           "HookedTransformer")
+    if not hasattr(model, "cfg") or not hasattr(model, "state_dict"):
+        raise SatsimError(f"from_transformer_lens needs a HookedTransformer, got "
+                          f"{type(model).__name__}")
     cfg = model.cfg
     check_config(cfg)
     structure = read_structure(model)
@@ -285,7 +288,7 @@ def from_transformer_lens(model: Any, name: str | None = None, *, check: bool = 
         output=output, positional=positional,
         norm="pre" if any(layer.ln1 for layer in structure.layers) else "none",
         ln_final=ln_final, parallel=bool(cfg.parallel_attn_mlp),
-        name=name or str(getattr(cfg, "model_name", "transformer_lens")),
+        name=name or str(getattr(cfg, "model_name", None) or "transformer_lens"),
         description="imported from a TransformerLens HookedTransformer")
     if check:
         check_against_transformer_lens(model, spec)

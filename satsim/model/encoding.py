@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -25,15 +26,20 @@ def symbol_table(spec: ModelSpec) -> np.ndarray:
 
 Input = str | Sequence[str] | Sequence[int] | np.ndarray
 """One input to a model: text, a sequence of tokens, or a sequence of integer token ids."""
+_WHITESPACE = re.compile(r"\s")
 
 
 def text_symbols(spec: ModelSpec, text: str) -> Sequence[str]:
     """The input symbols of ``text``: its characters when all are one character, else its words.
 
-    By character (the text itself) when every input symbol of the spec is one character, else
-    as whitespace-separated tokens. The one statement of how text reads.
+    By character (the text itself) when every input symbol of the spec is one character and
+    the text has no whitespace, else as whitespace-separated tokens: "3 1 4" reads as "314"
+    does wherever whitespace is not itself a symbol. The one statement of how text reads.
     """
-    return text if spec.character_symbols else text.split()
+    if spec.character_symbols and (_WHITESPACE.search(text) is None
+                                   or any(symbol.isspace() for symbol in spec.alphabet)):
+        return text
+    return text.split()
 
 
 def symbols_text(spec: ModelSpec, symbols: Sequence[str]) -> str:
@@ -98,7 +104,7 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
     def body_of(item: Input) -> np.ndarray:
         if isinstance(item, str):
             symbols = text_symbols(spec, item)
-            return from_characters(symbols) if table is not None else from_tokens(symbols)
+            return from_characters(symbols) if isinstance(symbols, str) else from_tokens(symbols)
         try:
             array = np.asarray(item)
         except ValueError:  # ragged nesting

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from satsim.errors import SatsimError, WeightsFileError
+from satsim.errors import SatsimError, WeightsFileError, first_line
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -77,23 +77,37 @@ def save_spec(spec: ModelSpec, path: str | Path) -> None:
     """
     from safetensors.numpy import save
 
+    if not isinstance(spec, ModelSpec):
+        raise SatsimError(f"save_spec needs a ModelSpec, got {type(spec).__name__}")
+    _check_path(path, "save_spec")
     tensors = {name: np.ascontiguousarray(a) for name, a in spec.tensors().items()}
     metadata = {METADATA_KEY: json.dumps(spec_config(spec))}
     Path(path).write_bytes(save(tensors, metadata=metadata))
+
+
+def _check_path(path: Any, what: str) -> None:
+    """Refuse a path that is not a string or path-like object, or is empty, in one line."""
+    if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
+        raise SatsimError(f"{what} needs a file path, got {type(path).__name__}")
+    if str(path) == "":
+        raise SatsimError(f"{what} needs a file path, got an empty one")
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read the configuration and tensors, turning every low-level failure into one message."""
     from safetensors import safe_open
 
-    if not path.is_file():
+    if not path.exists():
         raise WeightsFileError(f"no such weights file: {path}")
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "not a regular file"
+        raise WeightsFileError(f"{path} is {what}; give a weights file (.safetensors)")
     try:
         with safe_open(str(path), framework="numpy") as handle:
             metadata = handle.metadata() or {}
             tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
     except Exception as error:  # safetensors raises several unrelated types on corrupt input
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        reason = first_line(error)
         raise WeightsFileError(f"{path} is not a readable safetensors file ({reason})") from None
     if METADATA_KEY not in metadata:
         raise WeightsFileError(f"{path} has no satsim configuration in its metadata")
@@ -109,15 +123,21 @@ def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return config, tensors
 
 
+def _names(names: list[str]) -> str:
+    """Tensor names for a one-line message: the first few, then how many in all."""
+    shown = ", ".join(names[:4])
+    return shown if len(names) <= 4 else f"{shown}, … ({len(names)} in all)"
+
+
 def _check_tensor_list(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
     """Raise unless the file holds exactly the tensors, with the shapes, its configuration lists."""
     expected = {name: tuple(shape) for name, shape in config["tensors"].items()}
     missing = sorted(set(expected) - set(tensors))
     extra = sorted(set(tensors) - set(expected))
     if missing:
-        raise WeightsFileError(f"weights file is missing tensor {missing[0]}")
+        raise WeightsFileError(f"weights file is missing tensor {_names(missing)}")
     if extra:
-        raise WeightsFileError(f"weights file has unexpected tensor {extra[0]}")
+        raise WeightsFileError(f"weights file has unexpected tensor {_names(extra)}")
     for name, shape in expected.items():
         if tensors[name].shape != shape:
             raise WeightsFileError(
@@ -140,9 +160,51 @@ def _layer_norm(cfg: dict[str, Any] | None, tensors: dict[str, np.ndarray], pref
     return LayerNormSpec(eps=cfg["eps"], kind=kind)
 
 
+def _norm_tensors(cfg: dict[str, Any] | None, prefix: str) -> set[str]:
+    """The tensors a norm's configuration implies: γ when affine, and β for a LayerNorm."""
+    if cfg is None or not cfg["affine"]:
+        return set()
+    fields = ("w", "b") if cfg.get("kind", "layer") == "layer" else ("w",)
+    return {tensor_name(prefix, name) for name in fields}
+
+
+def implied_tensors(config: dict[str, Any]) -> set[str]:
+    """The tensors a configuration cannot do without (the optional biases aside)."""
+    names = {"embed.W_E", "unembed.W_U"} | _norm_tensors(config["ln_final"], "ln_final")
+    names |= {"learned": {"pos_embed.W_pos"}, "features": {"pos_embed.W_feat"}}.get(
+        config["positional"]["kind"], set())
+    for layer, cfg in enumerate(config["blocks"]):
+        prefix = f"blocks.{layer}"
+        if cfg["attn"] is not None:
+            names |= {tensor_name(f"{prefix}.attn", n) for n in ("W_Q", "W_K", "W_V", "W_O")}
+        if cfg["mlp"]:
+            names |= {tensor_name(f"{prefix}.mlp", n) for n in ("W_in", "W_out")}
+        names |= _norm_tensors(cfg["ln1"], f"{prefix}.ln1") | _norm_tensors(cfg["ln2"],
+                                                                            f"{prefix}.ln2")
+    return names
+
+
 def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> ModelSpec:
-    """Build a ModelSpec from a configuration dict and named tensors."""
+    """Build a ModelSpec from a configuration dict and named tensors.
+
+    Every tensor must be one the configuration places, and every tensor it needs must be there:
+    a file whose blocks outnumber its configuration's would otherwise load as a smaller model.
+    """
     _check_tensor_list(config, tensors)
+    missing = sorted(implied_tensors(config) - set(tensors))
+    if missing:
+        raise WeightsFileError(f"the configuration needs tensors the file lacks: "
+                               f"{_names(missing)}")
+    spec = _build_spec(config, tensors)
+    unexplained = sorted(set(tensors) - set(spec.tensors()))
+    if unexplained:
+        raise WeightsFileError(f"the file holds tensors its configuration does not place "
+                               f"({_names(unexplained)}); it would load as a different model")
+    return spec
+
+
+def _build_spec(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> ModelSpec:
+    """The ModelSpec of a configuration, its tensors taken by name from ``tensors``."""
     blocks = []
     for layer, cfg in enumerate(config["blocks"]):
         prefix = f"blocks.{layer}"
@@ -199,12 +261,13 @@ def spec_from_parts(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> M
 
 def load_spec(path: str | Path) -> ModelSpec:
     """Read a spec saved by :func:`save_spec`; any problem becomes a one-line WeightsFileError."""
+    _check_path(path, "load_spec")
     path = Path(path)
     config, tensors = _read_file(path)
+    if config.get("name") in (None, ""):  # unnamed: known by its file
+        config = {**config, "name": path.stem}
     try:
         return spec_from_parts(config, tensors)
-    except WeightsFileError:
-        raise
     except SatsimError as error:
         raise WeightsFileError(f"{path}: {error}") from None
     except (KeyError, TypeError, AttributeError) as error:

@@ -69,3 +69,8 @@ class AttentionSettings:
             raise SatsimError(f"unknown attention kind {self.kind!r}; known: {ATTENTION_KINDS}")
         if not (np.isfinite(self.beta) and self.beta > 0):
             raise SatsimError(f"beta must be positive and finite, got {self.beta}")
+
+
+def overflow_remedy(dtype: np.dtype | type) -> str:
+    """What to do when a model's activations overflow ``dtype``: widen it, else shrink weights."""
+    return "smaller weights" if np.dtype(dtype) == np.float64 else "float64 or smaller weights"

@@ -8,6 +8,7 @@ already inspect. Validation happens at construction and names the offending tens
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
@@ -89,6 +90,8 @@ class LayerNormSpec:
             raise SpecError("LayerNorm needs both w (gamma) and b (beta), or neither")
         if self.kind == "rms" and self.b is not None:
             raise SpecError("RMSNorm has a scale w only, no shift b")
+        if isinstance(self.eps, bool) or not isinstance(self.eps, numbers.Real):
+            raise SpecError(f"norm eps must be a number, got {self.eps!r}")
         if not (np.isfinite(self.eps) and self.eps > 0):
             raise SpecError(f"norm eps must be positive and finite, got {self.eps}")
 
@@ -121,6 +124,8 @@ class AttentionSpec:
     def __post_init__(self) -> None:
         _freeze_fields(self, "attn.")
         if self.scale is not None:
+            if isinstance(self.scale, bool) or not isinstance(self.scale, numbers.Real):
+                raise SpecError(f"attention scale must be a number, got {self.scale!r}")
             object.__setattr__(self, "scale", float(self.scale))
             if not np.isfinite(self.scale):
                 raise SpecError(f"attention scale must be finite, got {self.scale}")
@@ -296,6 +301,8 @@ class ModelSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "vocab", tuple(self.vocab))
         object.__setattr__(self, "dim_names", tuple(self.dim_names))
+        if not isinstance(self.name, str) or not self.name:
+            raise SpecError(f"a model's name must be a non-empty string, got {self.name!r}")
         if isinstance(self.residual, (list, tuple)):
             object.__setattr__(self, "residual", tuple(bool(flag) for flag in self.residual))
         object.__setattr__(self, "blocks", tuple(self.blocks))

@@ -31,6 +31,6 @@ def check_scale(spec: ModelSpec, c: float, dtype: DTypeLike) -> None:
         exponent = growth_exponent(network_graph(spec))
         raise SatsimError(
             f"c = {c:g} overflows {np.dtype(dtype)} in {spec.name!r}: its activations grow like "
-            f"c^{exponent}, so {np.dtype(dtype)} holds c up to about {safe:.3g}; use float64 "
-            "or a smaller c"
+            f"c^{exponent}, so {np.dtype(dtype)} holds c up to about {safe:.3g}; use "
+            f"{'a smaller c' if np.dtype(dtype) == np.float64 else 'float64 or a smaller c'}"
         )

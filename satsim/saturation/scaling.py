@@ -63,7 +63,8 @@ def scale_spec(spec: ModelSpec, c: float, rates: Rates | None = None) -> ModelSp
     def scaled(name: str, array: np.ndarray) -> np.ndarray:
         out = array * array.dtype.type(c * rate_of(name, rates))
         if not np.all(np.isfinite(out)):
-            raise SatsimError(f"{name} overflows {array.dtype} at c = {c:g}; use float64")
+            raise SatsimError(f"{name} overflows {array.dtype} at c = {c:g}; use "
+                              f"{'a smaller c' if array.dtype == np.float64 else 'float64'}")
         return out
 
     return map_named(spec, scaled)

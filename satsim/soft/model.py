@@ -234,7 +234,8 @@ class SoftTransformer(nn.Module):
             exponent = growth_exponent(network_graph(self.spec))
             raise SatsimError(
                 f"the soft twin of {self.spec.name!r} overflowed {self.dtype} at c = "
-                f"{self.scale:g} (activations grow like c^{exponent}); use float64 or a smaller c")
+                f"{self.scale:g} (activations grow like c^{exponent}); use "
+                f"{'a smaller c' if self.dtype == torch.float64 else 'float64 or a smaller c'}")
         return result
 
     def outputs(self, inputs: Sequence[Input], *, beta: float = 1.0) -> list:

@@ -8,11 +8,12 @@ saving leaves the previous checkpoint intact; loading never unpickles (``weights
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from satsim.errors import SatsimError
+from satsim.errors import SatsimError, first_line
 from satsim.model.io import load_spec, save_spec
 from satsim.model.spec import ModelSpec
 from satsim.output import replace_atomically
@@ -43,13 +44,26 @@ def checkpoint_steps(run: Path) -> list[int]:
     return [s for s in spec_steps(run) if state_path(run, s).exists()]
 
 
+def holds_run(run: Path) -> bool:
+    """Whether a run folder holds anything finished: a complete checkpoint or a summary.
+
+    A start that failed before its first checkpoint leaves at most config.json and empty
+    metrics behind: that is not a run, and a new ``satsim train`` may start there.
+    """
+    return bool(checkpoint_steps(run)) or (Path(run) / "summary.json").exists()
+
+
 def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
     """Write the checkpoint at ``step``: the spec, then the state (which marks it complete)."""
     import torch
 
     spec_path(run, step).parent.mkdir(parents=True, exist_ok=True)
     replace_atomically(lambda tmp: save_spec(spec, str(tmp)), spec_path(run, step))
-    replace_atomically(lambda tmp: torch.save(state, tmp), state_path(run, step))
+    # Serialised in memory, written by Python: torch's own file writer reports a full disk as
+    # a RuntimeError, Python as an OSError that says what happened.
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    replace_atomically(lambda tmp: tmp.write_bytes(buffer.getvalue()), state_path(run, step))
 
 
 @dataclass
@@ -70,5 +84,5 @@ def load_checkpoint(run: Path, step: int) -> Checkpoint:
         state = torch.load(state_path(run, step), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many kinds for a damaged file
         raise SatsimError(f"cannot read checkpoint state {state_path(run, step)}: "
-                          f"{str(error).splitlines()[0]}") from None
+                          f"{first_line(error)}") from None
     return Checkpoint(step, spec, state)

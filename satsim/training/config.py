@@ -70,12 +70,36 @@ class TrainConfig:
                 raise SatsimError(f"{name} must be a finite number ≥ 0, got {value!r}")
         if not isinstance(self.data, str) or not isinstance(self.data_digest, str):
             raise SatsimError("data and data_digest must be strings (a folder, its digest)")
+        if self.lr == 0:
+            raise SatsimError("lr must be positive")
+        if self.momentum >= 1:
+            raise SatsimError(f"momentum must be below 1, got {self.momentum!r}")
+        if self.batch_size > self.train_size:
+            raise SatsimError(f"batch_size {self.batch_size} is more than train_size "
+                              f"{self.train_size} (a batch draws distinct training strings)")
+        self._check_data()
+
+    def _check_data(self) -> None:
+        """The language and split exist, and a learned table has a row for every token.
+
+        A run on a data folder takes its lengths from the folder, which the data loader checks.
+        """
+        import languages
+        from languages.base import LanguageError
         from languages.datasets import PRESETS
 
         if self.split not in PRESETS:
             raise SatsimError(f"unknown split preset {self.split!r}; known: {', '.join(PRESETS)}")
-        if self.lr == 0:
-            raise SatsimError("lr must be positive")
+        try:
+            languages.get(self.lang)
+        except LanguageError as error:
+            raise SatsimError(str(error)) from None
+        longest = max(split.max_len for split in PRESETS[self.split])
+        if self.positional == "learned" and not self.data and longest + 1 > self.n_ctx:
+            raise SatsimError(f"split {self.split} has strings of up to {longest} symbols "
+                              f"({longest + 1} tokens with BOS), more than the {self.n_ctx} rows "
+                              "of a learned positional table (n_ctx); choose positional "
+                              "sinusoidal or none, a split of shorter strings, or a larger n_ctx")
 
     def to_dict(self) -> dict:
         """The fields as a JSON-ready dict."""

@@ -29,6 +29,9 @@ LONG_BINS_UNTIL = 1000
 
 SOFT_BATCH_SCORES = 1 << 24
 """Attention scores (B·H·T²) per soft batch: about 128 MB in float64."""
+PARTS = 10
+"""A bin's strings go to each model in about this many parts, each reported: the limit of a
+long bin can take many minutes."""
 
 
 @dataclass(frozen=True)
@@ -126,15 +129,42 @@ def _plan(bins: Sequence[tuple[int, int]], cap: int | None,
     return plan
 
 
+def _in_parts(answer: Callable[[list[str]], list], model: str,
+              bins: Sequence[tuple[int, int]],
+              on_strings: Callable[[str, tuple[int, int], int, int], None]):
+    """``answer`` by parts of about 1/PARTS of a bin, reporting each; and the on_bin to pair.
+
+    Returns (predictor, bin_done): call bin_done after each bin so that the parts name it.
+    """
+    current = [0]
+
+    def predictor(strings: list[str]) -> list:
+        size = max(1, -(-len(strings) // PARTS))
+        answers: list = []
+        for start in range(0, len(strings), size):
+            answers.extend(answer(strings[start:start + size]))
+            if current[0] < len(bins):
+                on_strings(model, bins[current[0]], len(answers), len(strings))
+        return answers
+
+    def bin_done() -> None:
+        current[0] += 1
+
+    return predictor, bin_done
+
+
 def evaluate_bins(spec: ModelSpec, limit: Simulator | Callable[[list[str]], list], language,
                   bins: Sequence[tuple[int, int]], n: int = 100, seed: int = 0, *,
                   device: str = "auto", soft_max_len: int = 2048,
-                  on_bin: Callable[[str, BinResult], None] | None = None) -> list[BinPair]:
+                  on_bin: Callable[[str, BinResult], None] | None = None,
+                  on_strings: Callable[[str, tuple[int, int], int, int], None] | None = None
+                  ) -> list[BinPair]:
     """Accuracy per bin of the soft model ``spec`` and of its limit.
 
     ``limit`` is a simulator of a limit spec, or a predictor with a ``spec`` attribute (such as
     :class:`satsim.saturation.signs.LimitPredictor`), answering as :func:`predict` does.
-    ``on_bin`` hears ("saturated limit" or "soft model", result) as each bin is done.
+    ``on_bin`` hears ("saturated limit" or "soft model", result) as each bin is done, and
+    ``on_strings`` (model, bin, strings done, strings in the bin) as each part of a bin is.
     """
     heard = on_bin or (lambda model, result: None)
     limit_spec = limit.spec
@@ -146,16 +176,24 @@ def evaluate_bins(spec: ModelSpec, limit: Simulator | Callable[[list[str]], list
     plan = _plan(bins, min(caps) if caps else None, shortest)
     run = [(index, (low, high)) for index, low, high, _ in plan if index >= 0]
     negatives = spec.output.task == "recognition"
+    told = on_strings or (lambda model, bin_, done, total: None)
+    if run and isinstance(limit, Simulator):  # compiled before the timing (and the parts)
+        answer([language.alphabet[0]])
+    limit_answer, limit_bin_done = _in_parts(answer, "saturated limit", [b for _, b in run], told)
     limit_results = iter(evaluate_predictor(
-        answer, limit_spec, language, "saturated",
+        limit_answer, limit_spec, language, "saturated",
         [b for _, b in run], n, seed, indices=[i for i, _ in run],
-        negatives=negatives, warm_up=isinstance(limit, Simulator),
-        on_bin=lambda r: heard("saturated limit", r)).bins) if run else iter(())
+        negatives=negatives, warm_up=False,
+        on_bin=lambda r: (limit_bin_done(), heard("saturated limit", r))).bins) if run else iter(())
     soft_run = [(i, b) for i, b in run if b[1] <= soft_max_len]
+    soft = soft_predictor(spec, device)
+    if soft_run:
+        soft([language.alphabet[0]])  # set up before the timing (and the parts)
+    soft_answer, soft_bin_done = _in_parts(soft, "soft model", [b for _, b in soft_run], told)
     soft_results = iter(evaluate_predictor(
-        soft_predictor(spec, device), spec, language, "softmax", [b for _, b in soft_run], n,
-        seed, indices=[i for i, _ in soft_run], negatives=negatives,
-        on_bin=lambda r: heard("soft model", r)).bins) if soft_run else iter(())
+        soft_answer, spec, language, "softmax", [b for _, b in soft_run], n,
+        seed, indices=[i for i, _ in soft_run], negatives=negatives, warm_up=False,
+        on_bin=lambda r: (soft_bin_done(), heard("soft model", r))).bins) if soft_run else iter(())
     pairs = []
     for index, low, high, note in plan:
         if index < 0:

@@ -28,8 +28,10 @@ from satsim.model.io import load_spec, save_spec
 from satsim.output import replace_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
+from satsim.training.budget import EVAL_CHUNK, check_training_memory
 from satsim.training.checkpoint import (
     checkpoint_steps,
+    holds_run,
     load_checkpoint,
     save_checkpoint,
     spec_path,
@@ -42,7 +44,6 @@ from satsim.training.lock import run_lock
 from satsim.training.objective import loss_and_correct
 
 REPRESENTATION_SCALE = 1000.0
-EVAL_CHUNK = 256
 
 
 def make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
@@ -104,7 +105,8 @@ class _Metrics:
                                   "metrics are damaged") from None
             if step < start:
                 kept.append(line)
-        path.write_text("".join(line + "\n" for line in kept))
+        text = "".join(line + "\n" for line in kept)
+        replace_atomically(lambda tmp: tmp.write_text(text), path)
 
     def write(self, row: dict) -> None:
         with self.path.open("a") as handle:
@@ -218,6 +220,7 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
     training starts from.
     """
     run = Path(run)
+    check_training_memory(config, len(languages.get(config.lang).alphabet))  # before any write
     with run_lock(run):
         return _train(config, run, resume, progress, notice or _to_stderr, on_start)
 
@@ -228,7 +231,7 @@ def _to_stderr(message: str) -> None:
 
 def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int], None] | None,
            notice: Callable[[str], None], on_start: Callable[[int], None] | None) -> TrainResult:
-    if (run / "config.json").exists() and not resume:
+    if holds_run(run) and not resume:
         raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
     if config.data and not config.data_digest:  # fixed now: a changed folder is refused later
         config = replace(config, data_digest=data_digest(config))
@@ -265,7 +268,8 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     final_eval = trainer.held_out()
     trainer.elapsed = time.perf_counter() - clock
     trainer.checkpoint(config.steps)
-    save_spec(trainer.model.to_spec(), str(run / "final.safetensors"))
+    final = trainer.model.to_spec()
+    replace_atomically(lambda tmp: save_spec(final, str(tmp)), run / "final.safetensors")
     norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
     summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"

@@ -9,15 +9,24 @@ last checkpoint in that folder (on another node only if ``--out`` is a shared fi
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import ray
 
+from satsim.errors import SatsimError, first_line
 from satsim.training.runs import failed_row, run_one
 
 RETRIES = 3
 """How many times Ray reruns a task whose worker died (the run then resumes from a checkpoint)."""
+CONNECT_SECONDS = 10.0
+"""How long a cluster's address may take to accept a connection before the sweep gives up."""
+GCS_ATTEMPTS = "1"
+"""Ray's attempts at a cluster's control store once its port answers (``RAY_gcs_server_port_
+wait_time_s``, unless set already): one, about 40 s, instead of Ray's default of many minutes."""
 
 
 def gpus_for(planned: dict, gpus_per_run: float | None) -> float:
@@ -28,12 +37,54 @@ def gpus_for(planned: dict, gpus_per_run: float | None) -> float:
 
 
 def connect(address: str | None) -> bool:
-    """Join the cluster at ``address`` (or RAY_ADDRESS, or start a local one); True if started."""
+    """Join the cluster at ``address`` (or RAY_ADDRESS, or start a local one); True if started.
+
+    A cluster that cannot be found or reached is a one-line SatsimError naming the address,
+    after a bounded wait: Ray itself retries an unreachable address for many minutes.
+    """
     if ray.is_initialized():
         return False
-    ray.init(address=address, include_dashboard=False, logging_level="WARNING",
-             log_to_driver=False)
+    given = address or os.environ.get("RAY_ADDRESS") or None
+    if given is not None and given != "local" and not given.startswith("ray://"):
+        _check_reachable(given)
+        os.environ.setdefault("RAY_gcs_server_port_wait_time_s", GCS_ATTEMPTS)
+    try:
+        ray.init(address=address, include_dashboard=False, logging_level="WARNING",
+                 log_to_driver=False)
+    except ConnectionError as error:
+        raise SatsimError(f"cannot join a Ray cluster at {given}: "
+                          f"{first_line(error)}") from None
     return True
+
+
+def _check_reachable(given: str) -> None:
+    """Refuse an address where no Ray cluster is found or nothing accepts a connection."""
+    from ray._private.services import canonicalize_bootstrap_address
+
+    advice = "start one (ray start --head) or give its address with --address or RAY_ADDRESS"
+    try:
+        resolved = canonicalize_bootstrap_address(given)
+    except (ConnectionError, ValueError) as error:
+        raise SatsimError(f"no Ray cluster at address {given!r} "
+                          f"({first_line(error)}); {advice}") from None
+    host, _, port = resolved.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        raise SatsimError(f"cannot reach a Ray cluster at address {given!r} ({resolved}: "
+                          f"{reason}); {advice}") from None
+
+
+@contextmanager
+def session(address: str | None) -> Iterator[None]:
+    """Joined to a cluster (see :func:`connect`) for the block; a cluster it started is stopped."""
+    started = connect(address)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
@@ -51,7 +102,13 @@ def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
     """
     if not todo:  # a finished sweep: no cluster to start
         return
-    started = connect(address)
+    with session(address):
+        yield from _rows(todo, root, cpus_per_run, gpus_per_run, max_retries, worker)
+
+
+def _rows(todo: list[dict], root: Path, cpus_per_run: int, gpus_per_run: float | None,
+          max_retries: int, worker: Callable[..., dict]) -> Iterator[dict]:
+    """Submit a task per planned run; yield the rows as they finish."""
     pending = {}
     try:
         remote = ray.remote(worker)
@@ -70,9 +127,7 @@ def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
                 yield {**failed_row(planned, f"internal error: {type(cause).__name__}: {cause}"),
                        "traceback": str(error)}
             except ray.exceptions.RayError as error:
-                yield failed_row(planned, f"Ray gave up on it: {str(error).splitlines()[0]}")
+                yield failed_row(planned, f"Ray gave up on it: {first_line(error)}")
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)
-        if started:
-            ray.shutdown()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from satsim.errors import SatsimError
+from satsim.errors import SatsimError, first_line
 from satsim.model.io import load_spec
 from satsim.model.spec import ModelSpec
 from satsim.training.checkpoint import spec_path, spec_steps
@@ -72,7 +72,7 @@ def _read_json(path: Path, what: str):
     except FileNotFoundError:
         raise SatsimError(f"no {what} at {path}") from None
     except (OSError, ValueError) as error:
-        raise SatsimError(f"cannot read {what} {path}: {str(error).splitlines()[0]}") from None
+        raise SatsimError(f"cannot read {what} {path}: {first_line(error)}") from None
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -222,10 +222,13 @@ def _fits(series: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, GrowthF
 
 def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None, n: int = 100,
                  seed: int = 0, *, device: str = "auto", soft_max_len: int = 2048,
-                 roles_n: int = 50, progress: Callable[[str], None] | None = None) -> Report:
+                 roles_n: int = 50, progress: Callable[[str], None] | None = None,
+                 on_strings: Callable[[str, tuple[int, int], int, int], None] | None = None
+                 ) -> Report:
     """Read the run at ``path`` and compute every part of its report.
 
-    ``progress`` hears a line as each bin of each model and the head roles are done.
+    ``progress`` hears a line as each bin of each model and the head roles are done;
+    ``on_strings`` (model, bin, strings done, strings in the bin) as each tenth of a bin is.
     """
     import languages
     from satsim.analysis.head_roles import roles_from_tie_sizes
@@ -241,13 +244,15 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
         raise SatsimError(f"the final model is a {run.final.output.task} model, but the run's "
                           f"task is {run.config['task']}")
     bins = tuple(bins) if bins else default_bins(run.config.get("split"))
+    check_limit_memory(run.final, bins)
     limit_spec = limit(run.final)
     saturated = LimitPredictor(run.final)
     tell = progress or (lambda line: None)
     pairs = evaluate_bins(run.final, saturated, language, bins, n, seed, device=device,
                           soft_max_len=soft_max_len,
                           on_bin=lambda model, b: tell(f"{model}, bin {b.min_len}–{b.max_len}: "
-                                                       f"accuracy {b.accuracy:.4f}"))
+                                                       f"accuracy {b.accuracy:.4f}"),
+                          on_strings=on_strings)
     low, high = bins[0]
     cap = max_string_length(limit_spec)
     high = high if cap is None else min(high, cap)
@@ -264,6 +269,24 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     return Report(run, fit_growth(*run.series("norm")), _fits(run.named_series("norm_layers")),
                   _fits(run.named_series("norm_groups")), direction_to_final(run), pairs, roles,
                   (len(strings), low, high), limit_spec.name, n, seed, device, notes)
+
+
+def check_limit_memory(spec: ModelSpec, bins: Sequence[tuple[int, int]]) -> None:
+    """Refuse bins whose longest string the saturated limit could not expand in free memory.
+
+    A string the leading-order network cannot answer takes the exact expansion, whose memory
+    grows with its length: checked for the longest string before any work.
+    """
+    from satsim.engine.resources import check_memory
+    from satsim.saturation.exact import exact_limit_bytes
+
+    cap = max_string_length(spec)
+    longest = max(high for _, high in bins)
+    longest = longest if cap is None else min(longest, cap)
+    tokens = longest + (spec.bos is not None) + (spec.eos is not None)
+    check_memory(exact_limit_bytes(spec, tokens),
+                 f"the saturated limit of strings of {longest:,} symbols (its exact expansion "
+                 "keeps every residual stream as a series)", "lower the longest of --bins")
 
 
 def _num(value, spec: str = ".4f") -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from satsim.errors import SatsimError
+from satsim.errors import SatsimError, first_line
 from satsim.training.config import TrainConfig
 
 
@@ -63,4 +63,4 @@ def run_one(planned: dict, root: str, threads: int = 1) -> dict:
             train(config, run, resume=held.exists())
         return result_row(planned["name"], run)
     except SatsimError as error:
-        return failed_row(planned, str(error).splitlines()[0])
+        return failed_row(planned, first_line(error))

@@ -18,11 +18,13 @@ import itertools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import ExitStack
 from multiprocessing import get_context
 from pathlib import Path
 
 from satsim.errors import SatsimError
 from satsim.output import replace_atomically
+from satsim.training.budget import check_training_memory, training_bytes
 from satsim.training.config import TrainConfig
 from satsim.training.runs import canonical_settings, read_json, result_row, run_one
 
@@ -149,22 +151,48 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
     """
     root = Path(root).resolve()
     check_plan(configs, root)
-    if engine == "ray":
-        from satsim.training.ray_engine import ray_rows  # fails here, before writing, without ray
-    root.mkdir(parents=True, exist_ok=True)
-    if not (root / "plan.json").exists():
-        _write_atomic(root / "plan.json", json.dumps(configs, indent=2) + "\n")
     rows = {}
     for planned in configs:
         recorded = _recorded(root, planned["name"])
         if recorded is not None and "error" not in recorded:
             rows[planned["name"]] = recorded
     todo = [planned for planned in configs if planned["name"] not in rows]
+    if engine == "local" and todo:
+        _check_memory(todo, min(jobs, len(todo)))
+    with ExitStack() as stack:
+        if engine == "ray" and todo:  # joined before writing: a cluster not found leaves nothing
+            from satsim.training.ray_engine import ray_rows, session
+
+            options = dict(ray_options or {})
+            stack.enter_context(session(options.pop("address", None)))
+            arriving = ray_rows(todo, root, worker=worker, **options)
+        else:
+            arriving = _local_rows(todo, root, jobs, worker)
+        return _record_rows(configs, root, rows, arriving, on_result)
+
+
+def _check_memory(todo: list[dict], at_once: int) -> None:
+    """Refuse, before writing, runs that would not fit in free memory ``at_once`` at a time."""
+    import languages
+
+    sizes = []
+    for planned in todo:
+        config = TrainConfig.from_dict(planned["settings"])
+        alphabet = len(languages.get(config.lang).alphabet)
+        sizes.append((training_bytes(config, alphabet), config, alphabet))
+    _, config, alphabet = max(sizes, key=lambda size: size[0])
+    check_training_memory(config, alphabet, runs=at_once)
+
+
+def _record_rows(configs: list[dict], root: Path, rows: dict, arriving: Iterator[dict],
+                 on_result: Callable[[dict], None] | None) -> list[dict]:
+    """Write the plan, record each arriving row, then the table; return it in plan order."""
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / "plan.json").exists():
+        _write_atomic(root / "plan.json", json.dumps(configs, indent=2) + "\n")
     for row in rows.values():
         if on_result:
             on_result(row)
-    arriving = (ray_rows(todo, root, worker=worker, **(ray_options or {})) if engine == "ray"
-                else _local_rows(todo, root, jobs, worker))
     for row in arriving:
         _write_atomic(root / "results" / f"{row['name']}.json", json.dumps(row) + "\n")
         rows[row["name"]] = row

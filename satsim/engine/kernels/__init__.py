@@ -7,9 +7,10 @@ import sys
 
 import numpy as np
 
-COMPILE_SECONDS = {"fused-fast": 11, "fused": 16, "layers": 10, "tiles": 4, "classes": 10}
+COMPILE_SECONDS = {"fused-fast": 17, "fused": 24, "layers": 15, "tiles": 6, "classes": 17}
 """Seconds each path's kernels take to compile from an empty cache on this project's 2-core
-machine at low load (``bench/startup.py`` measures them; a loaded machine takes longer)."""
+machine at low load (``bench/startup.py`` measures them, 2026-11-26: the CPU seconds, which a
+loaded machine stretches into more wall time)."""
 PATH_NAMES = {
     "fused-fast": "whole-model kernel for the fast attention paths",
     "fused": "whole-model kernel for every attention path",
