@@ -188,7 +188,7 @@ def test_the_paper_scale_plans_flares_model_size_and_draws_each_trials_optimiser
     (["--set", "task=next-symbol"], "task is fixed by the benchmark"),
     (["--set", "stepz=3"], "unknown training setting 'stepz'"),
     (["--set", "steps"], "--set takes KEY=VALUE"),
-    (["--set", "positional=learned"], "learned positions need n_ctx >= 501"),
+    (["--set", "positional=learned"], "more than the 256 rows of a learned positional table"),
     (["--engine", "ray", "--jobs", "2"], "--jobs is an option of --engine local"),
     (["--trials", "0"], "Invalid value for '--trials'"),
     (["--scale", "huge"], "Invalid value for '--scale'"),

@@ -61,10 +61,19 @@ def _base_arguments(command: click.Command, tmp: str) -> list[str]:
             if isinstance(p, click.Argument) and p.required]
 
 
-def cases(tmp: str) -> list[tuple[str, list[str], str]]:
-    """(command, arguments, the name the error must give) for every malformed case."""
+def leaf_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):
+    """(words that name it, command) for every command, inside groups too (benchmark flare)."""
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, (*prefix, name))
+        else:
+            yield (*prefix, name), command
+
+
+def cases(tmp: str) -> list[tuple[tuple[str, ...], list[str], str]]:
+    """(command words, arguments, the name the error must give) for every malformed case."""
     out = []
-    for name, command in sorted(cli.commands.items()):
+    for name, command in leaf_commands():
         base = _base_arguments(command, tmp)
         for param in command.params:
             if isinstance(param, click.Option) and (param.is_flag or param.name == "help"):
@@ -82,7 +91,8 @@ def cases(tmp: str) -> list[tuple[str, list[str], str]]:
 
 def test_every_command_and_option_has_cases():
     found = cases("/tmp")
-    assert {name for name, _, _ in found} == set(cli.commands) - {"languages"}
+    assert {name for name, _, _ in found} == {name for name, _ in leaf_commands()} - {
+        ("languages",)}
     assert len(found) > 250
 
 
@@ -91,7 +101,7 @@ def commands_that_must_not_run(monkeypatch):
     def reached(*args, **kwargs):
         raise Reached
 
-    for command in cli.commands.values():
+    for _, command in leaf_commands():
         monkeypatch.setattr(command, "callback", reached)
 
 
@@ -100,7 +110,7 @@ def test_malformed_options_of_every_command_are_one_line_without_traceback(
     (tmp_path / "a-file").write_text("")
     failures = []
     for name, arguments, shown in cases(str(tmp_path)):
-        monkeypatch.setattr(sys, "argv", ["satsim", name, *arguments])
+        monkeypatch.setattr(sys, "argv", ["satsim", *name, *arguments])
         try:
             main()
             code = 0
@@ -111,7 +121,7 @@ def test_malformed_options_of_every_command_are_one_line_without_traceback(
         captured = capsys.readouterr()
         errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
         if code != 2 or len(errors) != 1 or shown not in errors[0] or "Traceback" in captured.err:
-            failures.append(f"satsim {name} {' '.join(map(repr, arguments))}: exit {code}, "
-                            f"stderr {captured.err.strip()[:200]!r}")
+            line = " ".join([*name, *map(repr, arguments)])
+            failures.append(f"satsim {line}: exit {code}, stderr {captured.err.strip()[:200]!r}")
     assert not failures, "\n".join(failures)
     assert list(tmp_path.iterdir()) == [tmp_path / "a-file"]  # nothing was written
