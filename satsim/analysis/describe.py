@@ -29,7 +29,7 @@ def describe(spec: ModelSpec) -> dict:
         if block.attn is not None:
             a = block.attn
             row["attn"] = {"heads": a.n_heads, "d_head": a.d_head, "d_v": a.d_v,
-                           "causal": a.causal, "scale": a.score_scale,
+                           "mask": a.mask_text, "scale": a.score_scale,
                            "biases": [b for b in ("b_Q", "b_K", "b_V", "b_O")
                                       if getattr(a, b) is not None],
                            "kinds": [head_kind(a, h) for h in range(a.n_heads)]}

@@ -28,7 +28,7 @@ def _print_description(info: dict) -> None:
             a = row["attn"]
             heads = f"{a['heads']} head{'s' if a['heads'] != 1 else ''}"
             click.echo(f"layer {layer} attn: {heads} × d_head {a['d_head']}, d_v "
-                       f"{a['d_v']}, {'causal' if a['causal'] else 'bidirectional'}, scale "
+                       f"{a['d_v']}, {a['mask']}, scale "
                        f"{a['scale']:.4g}, biases {', '.join(a['biases']) or 'none'}")
             for head, kind in enumerate(a["kinds"]):
                 click.echo(f"  head {head}: {kind}")

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.model.masks import mask_of
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -202,7 +203,7 @@ def _block(state: _StateDict, cfg: Any, layer: int, divisor: float) -> BlockSpec
     p = f"blocks.{layer}"
     attn = AttentionSpec(**{name: state.take(f"{p}.attn.{name}") for name in (
         "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")},
-        causal=cfg.attention_dir == "causal", scale=_scale(divisor, cfg.d_head))
+        mask=mask_of(cfg.attention_dir == "causal"), scale=_scale(divisor, cfg.d_head))
     ln1 = state.take_norm(f"{p}.ln1", cfg.normalization_type, cfg.eps)
     if cfg.attn_only:
         return BlockSpec(attn=attn, ln1=ln1)

@@ -15,12 +15,14 @@ so that a user knows when :func:`satsim.saturation.limit` is not the limit.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
+from satsim.model.masks import allowed_matrix, head_allowed
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.reference.forward import ACTIVATION_FUNCTIONS
 from satsim.saturation.scaling import Rates, rated
@@ -114,7 +116,7 @@ class TieBreak:
     head: HeadLimit
 
 
-def limit_weights(scores: Series, causal: bool, heads: int | None = None,
+def limit_weights(scores: Series, mask: str | Sequence[str], heads: int | None = None,
                   n: int | None = None) -> TieBreak:
     """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top.
 
@@ -122,12 +124,13 @@ def limit_weights(scores: Series, causal: bool, heads: int | None = None,
     every positive degree share the weight exp(s_0 + s_-1/c + ...) normalised, a power series in
     1/c. A query whose tie set or weights depend on terms that are not known gets NaN weights.
     ``heads`` and ``n`` give the shape (heads, n, n) where the scores' terms are broadcast
-    (default: their broadcast shape).
+    (default: their broadcast shape). ``mask`` is the attention mask of every head, or one per
+    head (:mod:`satsim.model.masks`); a query with no allowed key gets zero weights.
     """
     shape = np.broadcast_shapes(*(np.shape(t) for t in scores.terms.values()))
     n = shape[-1] if n is None else n
     lead_axes = shape[:-2] if heads is None else (heads,)
-    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    allowed = allowed_matrix(mask, n) if isinstance(mask, str) else head_allowed(mask, n)
     candidates = np.broadcast_to(allowed, lead_axes + (n, n)).copy()
     unknown = np.zeros(candidates.shape[:-1], dtype=bool)
     lead, split_at = None, np.zeros(candidates.shape[:-1], dtype=np.int64)
@@ -155,6 +158,7 @@ def limit_weights(scores: Series, causal: bool, heads: int | None = None,
     base = a[0] - np.where(candidates, a[0], -np.inf).max(axis=-1, keepdims=True)
     numerators = np.where(candidates, np.exp(np.where(candidates, base, 0.0)), 0.0) * exp_series(a)
     weights = ratio_series(numerators, numerators.sum(axis=-1, keepdims=True))
+    weights = np.where((size == 0)[None, ..., None], 0.0, weights)  # nothing to attend
     weights = np.where(unresolved[None, ..., None], np.nan, weights)
     unresolved |= np.isnan(weights[0]).any(axis=-1)
     head = HeadLimit(lead.sum(axis=-1), size, split_at, unresolved)
@@ -245,7 +249,7 @@ class _Evaluator(Backend[Series]):
         v = self.linear(x, "td,hde->hte", attn.W_V, attn.b_V, (h, 1, -1))
         raw = product(q, k, "hte,hse->hts")
         scores = Series({d: t * attn.score_scale for d, t in raw.terms.items()}, raw.floor)
-        ties = limit_weights(scores, attn.causal, h, self.length)
+        ties = limit_weights(scores, attn.head_masks, h, self.length)
         self.heads.append(ties.head)
         self.report(ties, v.terms[v.top], where)
         z = weighted_sum(ties.weights, v, ties.support)

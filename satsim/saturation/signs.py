@@ -28,6 +28,7 @@ from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, counting_heads, steps
 from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encoder, positional_vectors
+from satsim.model.masks import allowed_matrix
 from satsim.model.readout import next_symbol_sets
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
@@ -74,7 +75,7 @@ def exempt_heads(spec: ModelSpec) -> list[np.ndarray]:
 
 
 def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.ndarray,
-                     causal: bool, scale: float, tolerance: tuple[float, float]) -> bool:
+                     masks: Sequence[str], scale: float, tolerance: tuple[float, float]) -> bool:
     """Whether some tie set of one string holds keys whose input rows differ.
 
     Keys with equal input rows have equal values at the top degree, so however lower-order terms
@@ -87,13 +88,16 @@ def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.nda
     rows = np.ascontiguousarray(inputs[:n])
     as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     # Equal rows have equal keys: score each class of rows once, at its first position.
-    first = np.unique(as_bytes, return_index=True)[1]
+    _, first, inverse = np.unique(as_bytes, return_index=True, return_inverse=True)
+    members = np.zeros((n, len(first)), dtype=np.int64)
+    members[np.arange(n), inverse.ravel()] = 1
     atol, rtol = tolerance
     for head in np.flatnonzero(tied.any(axis=1)):
         queries = np.flatnonzero(tied[head])
         scores = (layer.queries[head, queries] @ layer.keys[head, first].T) * scale
-        if causal:  # a class is allowed once its first row is
-            scores = np.where(first[None, :] <= queries[:, None], scores, -np.inf)
+        # A class is allowed where one of its rows is.
+        allowed = (allowed_matrix(masks[head], n)[queries].astype(np.int64) @ members) > 0
+        scores = np.where(allowed, scores, -np.inf)
         best = scores.max(axis=1, keepdims=True)
         members = scores >= best - 2 * (atol + rtol * np.abs(best))
         if (members.sum(axis=1) > 1).any():
@@ -176,7 +180,7 @@ class _Checker:
         self.tolerance = tie_tolerance(np.float64)
         self.exempt = exempt_heads(network.source)
         attention = [b.attn for b in network.source.blocks if b.attn is not None]
-        self.causal = [a.causal for a in attention]
+        self.masks = [a.head_masks for a in attention]
         self.scales = [a.score_scale for a in attention]
 
     def run(self, ids: list[np.ndarray]) -> tuple[list[np.ndarray], list[str]]:
@@ -205,7 +209,7 @@ class _Checker:
             tied = ((layer.tie_size > 1) & live[None, :, None] & valid[:, None, :]).any(axis=(1, 2))
             for row in np.flatnonzero(tied & (reasons == "")):
                 trace = LayerTrace(*(getattr(layer, f)[row] for f in layer.__dataclass_fields__))
-                if _splittable_ties(trace, inputs[row], lengths[row], live, self.causal[index],
+                if _splittable_ties(trace, inputs[row], lengths[row], live, self.masks[index],
                                     self.scales[index], self.tolerance):
                     reasons[row] = (f"a tie set at attention layer {index} holds keys that "
                                     "lower-order terms may tell apart")
@@ -295,8 +299,8 @@ class LimitPredictor:
 
 
 def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
-                    ) -> list[list[tuple[np.ndarray, bool] | None]]:
-    """Per string and block: the (H, T) tie sizes of the limit's attention and its causality.
+                    ) -> list[list[tuple[np.ndarray, tuple[str, ...]] | None]]:
+    """Per string and block: the (H, T) tie sizes of the limit's attention and its head masks.
 
     The leading-order run's sizes are the limit's where every tie set of a head that can split
     has one key (lower-order terms only ever split a tie set); other strings take the sizes of
@@ -313,6 +317,6 @@ def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None
                     for layer, free in zip(run.layers, exempt))
         sizes = ([h.size for h in exact_limit(network.source, string).heads] if split
                  else [layer.tie_size[0] for layer in run.layers])
-        found = iter(zip(sizes, (b.attn.causal for b in spec.blocks if b.attn is not None)))
+        found = iter(zip(sizes, (b.attn.head_masks for b in spec.blocks if b.attn is not None)))
         out.append([None if block.attn is None else next(found) for block in spec.blocks])
     return out
