@@ -89,14 +89,14 @@ def _splittable_ties(layer: LayerTrace, inputs: np.ndarray, n: int, live: np.nda
     as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     # Equal rows have equal keys: score each class of rows once, at its first position.
     _, first, inverse = np.unique(as_bytes, return_index=True, return_inverse=True)
-    members = np.zeros((n, len(first)), dtype=np.int64)
-    members[np.arange(n), inverse.ravel()] = 1
+    class_of = np.zeros((n, len(first)), dtype=np.int64)
+    class_of[np.arange(n), inverse.ravel()] = 1
     atol, rtol = tolerance
     for head in np.flatnonzero(tied.any(axis=1)):
         queries = np.flatnonzero(tied[head])
         scores = (layer.queries[head, queries] @ layer.keys[head, first].T) * scale
         # A class is allowed where one of its rows is.
-        allowed = (allowed_matrix(masks[head], n)[queries].astype(np.int64) @ members) > 0
+        allowed = (allowed_matrix(masks[head], n)[queries].astype(np.int64) @ class_of) > 0
         scores = np.where(allowed, scores, -np.inf)
         best = scores.max(axis=1, keepdims=True)
         members = scores >= best - 2 * (atol + rtol * np.abs(best))
