@@ -40,9 +40,11 @@ class Circuit:
         self.heads: dict[int, list[Head]] = {}
         self.neurons: dict[int, list[Neuron]] = {}
         self.taken: set[str] = set(self.ready)
+        self.context = ""  # the program's definition being compiled, which names new dims
 
     def fresh(self, hint: str) -> str:
-        """A new dimension name based on ``hint``, never given out before."""
+        """A new dimension name ``definition:hint``, never given out before."""
+        hint = f"{self.context}:{hint}" if self.context else hint
         name, suffix = hint, 1
         while name in self.taken:
             suffix += 1

@@ -161,8 +161,10 @@ class _Compiler:
     def compile(self, name: str) -> ModelSpec:
         """The whole program as a model."""
         for definition in self.program.definitions:
+            self.circuit.context = definition.name
             self.booleans[definition.name] = self.bits.compact(
                 self.boolean(definition.expr), definition.name)
+        self.circuit.context = "accept"
         readout = self.bits.readout(self.booleans["accept"], brasp.accepts(self.program, ""))
         spec = self.circuit.build(name, readout, description="compiled from a B-RASP program")
         return replace(spec, source=self.program.text, source_language="brasp",

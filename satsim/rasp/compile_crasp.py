@@ -125,7 +125,9 @@ class _Compiler:
     def unit(self) -> str:
         """The dimension u = 1/(i + 1): the mean of the BOS bit over positions 0..i."""
         if self.unit_dim is None:
+            context, self.circuit.context = self.circuit.context, ""  # shared by every count
             copies = self.circuit.attention(Head({}, {}, {BOS_DIM: self.circuit.fresh("unit")}))
+            self.circuit.context = context
             self.unit_dim = copies[BOS_DIM]
             self.quality[self.unit_dim] = Quality(1.0, 2 * UNIT)
         return self.unit_dim
@@ -221,11 +223,13 @@ class _Compiler:
     def compile(self, name: str) -> ModelSpec:
         """The whole program as a model."""
         for definition in self.program.definitions:
+            self.circuit.context = definition.name
             if definition.kind == "bool":
                 self.booleans[definition.name] = self.bits.compact(
                     self.boolean(definition.expr), definition.name)
             else:
                 self.counts[definition.name] = self.scaled(definition.expr)
+        self.circuit.context = "accept"
         readout = self.bits.readout(self.booleans["accept"], crasp.accepts(self.program, ""))
         spec = self.circuit.build(name, readout, description="compiled from a C-RASP program")
         return replace(spec, source=self.program.text, source_language="crasp",
