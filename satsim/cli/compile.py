@@ -39,7 +39,8 @@ def summary_line(info: dict) -> str:
 @click.option("--max-len", type=count(), default=10, show_default=True,
               help="With --lang: check every string up to this length against the oracle.")
 @click.option("--long", "long_count", type=count(), default=10, show_default=True,
-              help="With --lang: and this many random strings ...")
+              help="With --lang: and this many random strings, and as many of the language's "
+                   "samples (positives and hard negatives) ...")
 @click.option("--long-len", type=count(1), default=10_000, show_default=True,
               help="... of up to this many symbols.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -74,9 +75,10 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
             **model_summary(spec)}
     if lang_name is not None:
         from satsim.rasp import verify
+        from satsim.rasp.verify import language_samples
 
         check = verify(spec, language.contains, language.alphabet, max_len, long_count,
-                       long_len)
+                       long_len, extra=language_samples(language, long_count, long_len))
         info["verification"] = check.as_dict()
     if out_path is not None:
         save_spec(spec, out_path)

@@ -33,6 +33,7 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
     """
     from satsim.model.io import load_spec
     from satsim.rasp import compile_program, interpreter, program_of, read_program, verify
+    from satsim.rasp.verify import language_samples
 
     if Path(path).suffix in (".crasp", ".brasp"):
         program = read_program(path)
@@ -50,9 +51,7 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
             raise SatsimError(f"the program's alphabet {''.join(program.alphabet)!r} is not "
                               f"{lang_name}'s {''.join(language.alphabet)!r}")
         meanings[f"oracle of {lang_name}"] = language.contains
-        half = max(long_count // 2, 1)
-        extra = (language.sample_positive(half, long_len // 2, long_len, seed=seed)
-                 + language.sample_negative(half, long_len // 2, long_len, seed=seed))
+        extra = language_samples(language, long_count, long_len, seed)
     else:
         extra = []
     results = {what: verify(spec, meaning, program.alphabet, max_len, long_count, long_len, seed,

@@ -194,12 +194,18 @@ class _Compiler:
     def comparison(self, node: Compare) -> Formula:
         """A comparison of counts as a formula over sign bits [(±L ± ½)/(i + 1) > 0]."""
         difference = _combine(self.scaled(node.left), self.scaled(node.right), factor2=-1)
-        at_least = self.sign(difference, 0.5)  # L >= 0
-        at_most = self.sign(_combine(difference, factor=-1), 0.5)  # L <= 0
-        formulas = {">=": at_least, "<=": at_most, "==": conjoin(at_least, at_most),
-                    "!=": negate(conjoin(at_least, at_most)),
-                    ">": negate(at_most), "<": negate(at_least)}
-        return formulas[node.op]
+
+        def at_least() -> Formula:  # L >= 0
+            return self.sign(difference, 0.5)
+
+        def at_most() -> Formula:  # L <= 0
+            return self.sign(_combine(difference, factor=-1), 0.5)
+
+        formulas = {">=": at_least, "<=": at_most, ">": lambda: negate(at_most()),
+                    "<": lambda: negate(at_least()),
+                    "==": lambda: conjoin(at_least(), at_most()),
+                    "!=": lambda: negate(conjoin(at_least(), at_most()))}
+        return formulas[node.op]()
 
     def sign(self, form: Scaled, half: float) -> Formula:
         """The bit [(L + half)/(i + 1) > 0] from a sign head; L is ``form``, an integer."""

@@ -92,6 +92,14 @@ def random_strings(alphabet: tuple[str, ...], count: int, max_len: int,
     return out
 
 
+def language_samples(language, count: int, max_len: int, seed: int = 0) -> list[str]:
+    """A language's positives and hard negatives of max_len/2 … max_len symbols, half each."""
+    half = max(count // 2, 1)
+    low = max(max_len // 2, 0)
+    return (language.sample_positive(half, low, max_len, seed=seed)
+            + language.sample_negative(half, low, max_len, seed=seed))
+
+
 def verify(spec: ModelSpec, meaning: Callable[[str], bool], alphabet: tuple[str, ...],
            max_len: int = 10, long_count: int = 20, long_len: int = 10_000,
            seed: int = 0, extra: Sequence[str] = ()) -> Verification:
