@@ -84,7 +84,7 @@ def test_cli_errors_are_one_line(tmp_path):
                           (["compile", str(tmp_path / "x.txt")], "ends in .crasp or .brasp"),
                           (["compile", "--lang", "parity-even"], "parity-even is not star-free"),
                           (["compile"], "give a program FILE or --lang L"),
-                          (["decide", "--lang", "dyck1"], "not given as a DFA")]:
+                          (["decide", "--lang", "dyck1"], "not regular as the suite gives it")]:
         result = run_cli(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("error: ") and message in result.stderr

@@ -7,16 +7,32 @@ import numpy as np
 import pytest
 
 import languages
+from satsim.errors import SatsimError
 from satsim.rasp import compile_program, decide_language, parse_program, regular_names, verify
 from satsim.rasp import star_free_program as program_text
 from satsim.rasp.automata import language_dfa, minimal_dfa
 
-REGULAR = regular_names()
-STAR_FREE = [name for name in REGULAR if decide_language(name).star_free]
+SMALL = 100
+"""Languages whose minimal DFA has more states are decided in docs/rasp.md, not here (dyck-3-5's
+365 states take over a minute; dyck-2-10's 2,048 are refused as too large)."""
+REGULAR = [name for name in regular_names() if language_dfa(languages.get(name)).states <= SMALL]
+COMPILED_HERE = 20
+"""Star-free languages with larger minimal DFAs (dyck-3-3, dyck-2-5) compile into models of
+10⁵–10⁶ parameters; they are checked in docs/rasp.md, not in CI."""
+STAR_FREE = [name for name in REGULAR if decide_language(name).star_free
+             and language_dfa(languages.get(name)).states <= COMPILED_HERE]
 
 
 def words(alphabet, max_len):
     return ["".join(t) for n in range(max_len + 1) for t in itertools.product(alphabet, repeat=n)]
+
+
+def longest_within(alphabet, count):
+    """The largest length L with at most ``count`` words of length ≤ L."""
+    length = 0
+    while len(alphabet) ** (length + 1) * 2 <= count:
+        length += 1
+    return length
 
 
 @pytest.mark.parametrize("name", REGULAR)
@@ -26,7 +42,7 @@ def test_the_decision_holds_on_the_language_itself(name):
     language = languages.get(name)
     decision = decide_language(name)
     big = decision.dfa_states + 2  # past every index of the monoid
-    contexts = words(language.alphabet, 2)
+    contexts = words(language.alphabet, longest_within(language.alphabet, 50))
 
     def differs(w: str) -> bool:
         return any(language.contains(u + w * k + v) != language.contains(u + w * (k + 1) + v)
@@ -34,7 +50,8 @@ def test_the_decision_holds_on_the_language_itself(name):
 
     if decision.star_free:
         assert decision.witness is None
-        assert not any(differs(w) for w in words(language.alphabet, 3) if w)
+        short = words(language.alphabet, longest_within(language.alphabet, 100))
+        assert not any(differs(w) for w in short if w)
     else:
         assert differs(decision.witness)
 
@@ -64,8 +81,17 @@ def test_every_star_free_language_compiles_and_is_right(name):
     samples = (language.sample_positive(2, 1_000, 10_000, seed=3)
                + language.sample_negative(2, 1_000, 10_000, seed=3))
     check = verify(spec, language.contains, language.alphabet, max_len=10, long_count=2,
-                   long_len=10_000, extra=samples)
+                   long_len=10_000, extra=samples, budget=6_000)
     assert check.ok, check.summary()
+
+
+def test_a_monoid_too_large_to_enumerate_is_refused_in_one_line():
+    from satsim.rasp.automata import decide
+
+    big = language_dfa(languages.get("dyck-2-10"))
+    assert big.states == 2048
+    with pytest.raises(SatsimError, match="2048-state minimal DFA has more than .* too large"):
+        decide(big)
 
 
 def test_a_language_that_is_not_star_free_is_refused_with_its_witness():

@@ -18,18 +18,33 @@ def command(lang_name, as_json) -> None:
     (Yang, Chiang and Angluin 2024); `satsim compile --lang L` compiles them. For one that is
     not, the witness is a word whose transformation x has x^k ≠ x^(k+1) for every k.
     """
+    from satsim.errors import SatsimError
     from satsim.rasp import decide_language, regular_names
 
-    names = [lang_name] if lang_name is not None else regular_names()
-    rows = [{"language": name, **decide_language(name).as_dict()} for name in names]
-    if as_json:
-        click.echo(json.dumps(rows[0] if lang_name is not None else rows))
+    if lang_name is not None:
+        row = {"language": lang_name, **decide_language(lang_name).as_dict()}
+        click.echo(json.dumps(row) if as_json else _table([row]))
         return
+    rows = []
+    for name in regular_names():
+        try:
+            rows.append({"language": name, **decide_language(name).as_dict()})
+        except SatsimError as error:  # one language too large: say so in its row
+            rows.append({"language": name, "star_free": None, "undecided": str(error)})
+    click.echo(json.dumps(rows) if as_json else _table(rows))
+
+
+def _table(rows: list[dict]) -> str:
+    """The decisions as a text table."""
     width = max(len(row["language"]) for row in rows)
-    click.echo(f"{'language':<{width}}  star-free  DFA states  monoid  witness x: x^k ≠ x^(k+1)")
+    lines = [f"{'language':<{width}}  star-free  DFA states  monoid  witness x: x^k ≠ x^(k+1)"]
     for row in rows:
+        if row["star_free"] is None:
+            lines.append(f"{row['language']:<{width}}  ?          {row['undecided']}")
+            continue
         witness = row["witness"]
         shown = "-" if witness is None else (f"{witness['word']!r} (powers cycle with period "
                                              f"{witness['period']})")
-        click.echo(f"{row['language']:<{width}}  {'yes' if row['star_free'] else 'no':<9}  "
-                   f"{row['dfa_states']:>10}  {row['monoid_size']:>6}  {shown}")
+        lines.append(f"{row['language']:<{width}}  {'yes' if row['star_free'] else 'no':<9}  "
+                     f"{row['dfa_states']:>10}  {row['monoid_size']:>6}  {shown}")
+    return "\n".join(lines)

@@ -8,13 +8,14 @@ sign and attention heads write, and earlier feed-forwards). A formula of symbols
 function of the token: a column of the embedding. Any other is a feed-forward over bits,
 its symbol-only parts read from embedding columns. Formulas are inlined into the ones that use
 them until they read more than :data:`INLINE_LIMIT` variables; then they get a dimension of
-their own, so that no formula grows past what one layer computes in a few neurons.
+their own. A formula whose cover would take more than
+:data:`satsim.rasp.logic.MAX_CUBES` neurons is computed from its parts, each written first
+(one more layer).
 """
 
 from __future__ import annotations
 
 from satsim.constructions.parts import Neuron
-from satsim.errors import SatsimError
 from satsim.rasp.circuit import BOS_DIM, Circuit
 from satsim.rasp.logic import (
     FALSE,
@@ -76,11 +77,13 @@ class Bits:
         if symbols_only(formula):
             name = self.circuit.token_dim(hint, lambda symbol: of_token(formula, symbol))
         else:
-            name = self.circuit.fresh(hint)
             found = cubes(self.with_columns(formula))
-            if found is None:
-                raise SatsimError("a Boolean formula of the program is too large to compile "
-                                  "in one layer (more than 4096 cubes)")
+            if found is None:  # too many cubes for one layer: its parts first, in their own
+                parts = [var(self.bit(part, hint)) for part in
+                         ((formula[1],) if formula[0] == "not" else formula[1])]
+                found = cubes(negate(parts[0]) if formula[0] == "not" else
+                              conjoin(*parts) if formula[0] == "and" else disjoin(*parts))
+            name = self.circuit.fresh(hint)
             neurons = [cube_neuron(cube, name) for cube in found]
             self.circuit.feed_forward(neurons or [Neuron({ONE: 0.0}, {name: 0.0})], [name])
         self.dims[formula] = name

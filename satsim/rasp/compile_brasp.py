@@ -160,7 +160,7 @@ class _Compiler:
 
     def compile(self, name: str) -> ModelSpec:
         """The whole program as a model."""
-        for definition in self.program.definitions:
+        for definition in self.program.needed():
             self.circuit.context = definition.name
             self.booleans[definition.name] = self.bits.compact(
                 self.boolean(definition.expr), definition.name)

@@ -36,7 +36,7 @@ from satsim.rasp.syntax import (
     Where,
 )
 
-MAX_CONSTANT = 10**6
+MAX_CONSTANT = 10**9
 """The largest integer constant a C-RASP program may write (counts stay exact in float64)."""
 _OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
               ast.NotEq: "!="}

@@ -10,9 +10,10 @@ from satsim.rasp.holonomy import brasp_text, cascade
 
 
 def regular_names() -> list[str]:
-    """The registered languages given by a DFA (:class:`languages.RegularLanguage`)."""
+    """The registered regular languages: those given by a DFA, and the depth-bounded Dyck ones."""
     return [name for name in languages.names()
-            if isinstance(languages.get(name), RegularLanguage)]
+            if isinstance(languages.get(name), RegularLanguage)
+            or isinstance(getattr(languages.get(name), "max_depth", None), int)]
 
 
 def decide_language(name: str) -> Decision:

@@ -177,6 +177,15 @@ class Program:
         """The definitions by name."""
         return {d.name: d for d in self.definitions}
 
+    def needed(self) -> tuple[Definition, ...]:
+        """The definitions ``accept`` depends on (itself included), in order."""
+        names, wanted, todo = self.names, {"accept"}, ["accept"]
+        while todo:
+            for name in names_used(names[todo.pop()].expr) - wanted:
+                wanted.add(name)
+                todo.append(name)
+        return tuple(d for d in self.definitions if d.name in wanted)
+
 
 def children(node: Node) -> tuple[Node, ...]:
     """The nodes directly below ``node``."""

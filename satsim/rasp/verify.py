@@ -102,12 +102,14 @@ def language_samples(language, count: int, max_len: int, seed: int = 0) -> list[
 
 def verify(spec: ModelSpec, meaning: Callable[[str], bool], alphabet: tuple[str, ...],
            max_len: int = 10, long_count: int = 20, long_len: int = 10_000,
-           seed: int = 0, extra: Sequence[str] = ()) -> Verification:
+           seed: int = 0, extra: Sequence[str] = (),
+           budget: int = EXHAUSTIVE_BUDGET) -> Verification:
     """Compare the model's decisions with ``meaning`` on every short and some long strings.
 
-    ``extra`` strings (a language's samples, say) count with the long ones.
+    ``extra`` strings (a language's samples, say) count with the long ones; the exhaustive part
+    stops at the longest length whose strings fit in ``budget``.
     """
-    short, reached = all_strings_up_to(alphabet, max_len)
+    short, reached = all_strings_up_to(alphabet, max_len, budget)
     long = random_strings(alphabet, long_count, long_len, seed) if long_count else []
     long += list(extra)
     strings = short + long
