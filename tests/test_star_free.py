@@ -27,12 +27,28 @@ def words(alphabet, max_len):
     return ["".join(t) for n in range(max_len + 1) for t in itertools.product(alphabet, repeat=n)]
 
 
-def longest_within(alphabet, count):
-    """The largest length L with at most ``count`` words of length ≤ L."""
+def longest_within(alphabet, count, most=8):
+    """The largest length L ≤ ``most`` with at most ``count`` words of length ≤ L."""
     length = 0
-    while len(alphabet) ** (length + 1) * 2 <= count:
+    while length < most and sum(len(alphabet) ** k for k in range(length + 2)) <= count:
         length += 1
     return length
+
+
+def reaching_words(dfa):
+    """A shortest word to each state from the start, and from each state to acceptance."""
+    reach = {dfa.start: ""}
+    for _ in range(dfa.states):
+        for q, word in list(reach.items()):
+            for a, symbol in enumerate(dfa.alphabet):
+                reach.setdefault(dfa.delta[q][a], word + symbol)
+    finish = {q: "" for q in dfa.accepting}
+    for _ in range(dfa.states):
+        for q in range(dfa.states):
+            for a, symbol in enumerate(dfa.alphabet):
+                if q not in finish and dfa.delta[q][a] in finish:
+                    finish[q] = symbol + finish[dfa.delta[q][a]]
+    return list(reach.values()), list(finish.values())
 
 
 @pytest.mark.parametrize("name", REGULAR)
@@ -42,11 +58,13 @@ def test_the_decision_holds_on_the_language_itself(name):
     language = languages.get(name)
     decision = decide_language(name)
     big = decision.dfa_states + 2  # past every index of the monoid
-    contexts = words(language.alphabet, longest_within(language.alphabet, 50))
+    short = words(language.alphabet, longest_within(language.alphabet, 50))
+    before, after = reaching_words(language_dfa(language))  # contexts that reach every state
+    prefixes, suffixes = before[:16] + short, after[:16] + short
 
     def differs(w: str) -> bool:
         return any(language.contains(u + w * k + v) != language.contains(u + w * (k + 1) + v)
-                   for u in contexts for v in contexts for k in (big, big + 1))
+                   for u in prefixes for v in suffixes for k in (big, big + 1))
 
     if decision.star_free:
         assert decision.witness is None
