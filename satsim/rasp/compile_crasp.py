@@ -71,10 +71,10 @@ def gamma(n: int) -> float:
 class Scaled:
     """A count carried as C/(i + 1): a linear form over residual dimensions.
 
-    ``bound`` bounds |C/(i + 1)| and ``error`` the rounding error of the computed value.
+    Each dimension's :class:`Quality` bounds its value and its rounding error.
     """
 
-    terms: tuple[tuple[str, int], ...]  # (dimension, integer coefficient)
+    terms: tuple[tuple[str, int], ...]  # (dimension, integer coefficient; ½ for a sign's offset)
 
 
 @dataclass(frozen=True)

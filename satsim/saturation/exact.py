@@ -157,7 +157,8 @@ def limit_weights(scores: Series, mask: str | Sequence[str], heads: int | None =
     a = np.stack([np.where(candidates, scores.terms.get(-m, 0.0), 0.0) for m in range(orders)])
     base = a[0] - np.where(candidates, a[0], -np.inf).max(axis=-1, keepdims=True)
     numerators = np.where(candidates, np.exp(np.where(candidates, base, 0.0)), 0.0) * exp_series(a)
-    weights = ratio_series(numerators, numerators.sum(axis=-1, keepdims=True))
+    with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 where nothing is allowed
+        weights = ratio_series(numerators, numerators.sum(axis=-1, keepdims=True))
     weights = np.where((size == 0)[None, ..., None], 0.0, weights)  # nothing to attend
     weights = np.where(unresolved[None, ..., None], np.nan, weights)
     unresolved |= np.isnan(weights[0]).any(axis=-1)
