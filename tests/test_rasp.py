@@ -158,3 +158,23 @@ def test_a_compiled_model_refuses_inputs_past_its_exact_length():
     for fused in (True, False):
         with pytest.raises(SatsimError, match="longer than model .* is exact for"):
             Simulator(short, fused=fused).accepts(["aaaaa"])
+
+
+def test_formulas_too_large_for_one_layer_are_built_from_their_parts():
+    import string
+
+    letters = string.ascii_lowercase
+    lines = [f'alphabet = "{letters}"']
+    for k, letter in enumerate(letters):
+        lines.append(f'seen{k} = rightmost(j < i, Q("{letter}")[j], True, default=False)')
+        lines.append(f'next{k} = leftmost(j > i, Q("{letter}")[j], True, default=False)')
+    pairs = " or ".join(f"(seen{k} and not next{(k + 1) % 26})" for k in range(26))
+    lines.append(f"accept = ({pairs}) and not (seen0 and seen1 and next2 and next3)")
+    program = parse_program("\n".join(lines) + "\n", "brasp")
+    spec = compile_program(program)
+    rng = np.random.default_rng(0)
+    strings = ["".join(rng.choice(list(letters), size=n)) for n in rng.integers(0, 40, 300)]
+    meaning = interpreter(program)
+    want = [meaning(s) for s in strings]
+    assert 0 < sum(want) < len(want)
+    assert Simulator(spec).accepts(strings).tolist() == want

@@ -26,6 +26,7 @@ from satsim.rasp.logic import (
     cube_neuron,
     cubes,
     disjoin,
+    gate_neurons,
     negate,
     substitute,
     var,
@@ -78,13 +79,13 @@ class Bits:
             name = self.circuit.token_dim(hint, lambda symbol: of_token(formula, symbol))
         else:
             found = cubes(self.with_columns(formula))
-            if found is None:  # too many cubes for one layer: its parts first, in their own
-                parts = [var(self.bit(part, hint)) for part in
-                         ((formula[1],) if formula[0] == "not" else formula[1])]
-                found = cubes(negate(parts[0]) if formula[0] == "not" else
-                              conjoin(*parts) if formula[0] == "and" else disjoin(*parts))
             name = self.circuit.fresh(hint)
-            neurons = [cube_neuron(cube, name) for cube in found]
+            if found is None:  # too large for one layer: its parts first, then a gate of them
+                parts = [self.bit(part, hint) for part in
+                         ((formula[1],) if formula[0] == "not" else formula[1])]
+                neurons = gate_neurons(formula[0], parts, name)
+            else:
+                neurons = [cube_neuron(cube, name) for cube in found]
             self.circuit.feed_forward(neurons or [Neuron({ONE: 0.0}, {name: 0.0})], [name])
         self.dims[formula] = name
         return name

@@ -23,6 +23,9 @@ ONE = "one"
 """The residual dimension that is 1 at every position (thresholds are weights on it)."""
 MAX_CUBES = 4096
 """Cubes one formula may take before its compiler materialises parts of it instead."""
+MAX_CUBE_VARIABLES = 40
+"""Variables past which a formula is not expanded into cubes at all (its parts are written
+first, then combined by :func:`gate_neurons`)."""
 
 
 def var(dim: str) -> Formula:
@@ -114,7 +117,12 @@ def _occurrences(f: Formula, counts: Counter) -> None:
 
 
 def cubes(f: Formula, limit: int = MAX_CUBES) -> list[dict[str, bool]] | None:
-    """A disjoint cover of ``f`` by cubes ({dim: required value}), or None past ``limit``."""
+    """A disjoint cover of ``f`` by cubes ({dim: required value}), or None past ``limit``.
+
+    None also for a formula of more than :data:`MAX_CUBE_VARIABLES` variables.
+    """
+    if len(variables(f)) > MAX_CUBE_VARIABLES:
+        return None
     found: list[dict[str, bool]] = []
 
     def expand(g: Formula, cube: dict[str, bool]) -> bool:
@@ -130,6 +138,20 @@ def cubes(f: Formula, limit: int = MAX_CUBES) -> list[dict[str, bool]] | None:
                 and expand(restrict(g, dim, False), {**cube, dim: False}))
 
     return found if expand(f, {}) else None
+
+
+def gate_neurons(op: str, dims: list[str], target: str) -> list[Neuron]:
+    """Neurons writing ``op`` ("not", "and", "or") of exact bits ``dims`` into ``target``.
+
+    and: relu(Σx − (m − 1)); or: 1 − relu(1 − Σx), the 1 from a neuron reading ``one``; not:
+    relu(1 − x). Every sum is a small integer, so the result is exactly 0 or 1.
+    """
+    if op == "not":
+        return [cube_neuron({dims[0]: False}, target)]
+    if op == "and":
+        return [cube_neuron(dict.fromkeys(dims, True), target)]
+    return [cube_neuron({}, target), cube_neuron(dict.fromkeys(dims, False), target, -1.0)
+            if len(dims) == 1 else Neuron({ONE: 1.0, **{d: -1.0 for d in dims}}, {target: -1.0})]
 
 
 def cube_neuron(cube: dict[str, bool], target: str, weight: float = 1.0) -> Neuron:
