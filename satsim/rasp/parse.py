@@ -239,6 +239,8 @@ class _Reader:
 
     def arithmetic(self, node: ast.BinOp) -> Node:
         at = self.where(node)
+        if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            raise self.error(node, "use 'and' and 'or' (& | ^ are not part of the language)")
         if isinstance(node.op, (ast.Add, ast.Sub)):
             left, right = self.count(node.left), self.count(node.right)
             if isinstance(node.op, ast.Sub):
