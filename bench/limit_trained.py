@@ -95,7 +95,7 @@ def flagged_by_rows(spec, strings) -> int:
             rows = run.residuals[index][0]
             for head in np.flatnonzero(~counting_heads(attn)):
                 members = tie_sets(layer.queries[0, head], layer.keys[0, head],
-                                   causal=attn.causal, atol=2e-9, rtol=2e-9,
+                                   attn_mask=attn.head_masks[head], atol=2e-9, rtol=2e-9,
                                    scale=attn.score_scale)
                 for query in np.flatnonzero(layer.tie_size[0, head] > 1):
                     tied = rows[members[query]]

@@ -36,6 +36,7 @@ def random_spec(
     biases: bool = True,
     affine: bool = True,
     causal: bool = True,
+    mask: str | None = None,
     positional: str = "learned",
     task: str = "recognition",
     dtype=np.float64,
@@ -45,7 +46,13 @@ def random_spec(
     scale: float | None = None,
     parallel: bool = False,
 ) -> ModelSpec:
-    """A random model over the alphabet 'ab' with BOS, with the chosen architecture."""
+    """A random model over the alphabet 'ab' with BOS, with the chosen architecture.
+
+    ``mask`` names every head's attention mask, or "per-head" for a random mask per head
+    (default: from ``causal``).
+    """
+    from satsim.model.masks import MASKS, mask_of
+
     rng = np.random.default_rng(seed)
 
     def w(*shape, scale=1.0):
@@ -61,7 +68,8 @@ def random_spec(
             W_Q=w(n_heads, d_model, d_head, scale=2.0), W_K=w(n_heads, d_model, d_head, scale=2.0),
             W_V=w(n_heads, d_model, d_head), W_O=w(n_heads, d_head, d_model),
             b_Q=b(n_heads, d_head), b_K=b(n_heads, d_head), b_V=b(n_heads, d_head), b_O=b(d_model),
-            causal=causal, scale=scale,
+            mask=(tuple(str(m) for m in rng.choice(MASKS, n_heads)) if mask == "per-head"
+                  else mask or mask_of(causal)), scale=scale,
         )
         mlp = FeedForwardSpec(W_in=w(d_model, d_mlp), W_out=w(d_mlp, d_model), b_in=b(d_mlp),
                               b_out=b(d_model), activation=activation)
@@ -128,7 +136,8 @@ def architectures(**extra):
         "residual": st.booleans(),
         "biases": st.booleans(),
         "affine": st.booleans(),
-        "causal": st.booleans(),
+        "mask": st.sampled_from(["causal", "bidirectional", "strict-past", "future",
+                                 "strict-future", "per-head"]),
         "positional": st.sampled_from(["none", "learned", "sinusoidal", "features"]),
         "dtype": st.sampled_from([np.float32, np.float64]),
         **extra,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
+from satsim.model.masks import key_range
+
 
 def _mp(array, c):
     """An object array of mpf: ``array`` times c (None stays None)."""
@@ -91,7 +93,10 @@ def _attention(x, attn, c):
                 vec += _mp(bias[h], c)[None, :]
         heads_out = np.empty((n, v.shape[1]), dtype=object)
         for i in range(n):
-            keys = range(i + 1) if attn.causal else range(n)
+            keys = range(*key_range(attn.head_masks[h], i, n))
+            if not keys:  # nothing to attend: the zero vector
+                heads_out[i, :] = mpmath.mpf(0)
+                continue
             scale = (1 / mpmath.sqrt(d_head) if attn.scale is None
                      else mpmath.mpf(float(attn.scale)))
             scores = [mpmath.fsum(q[i, e] * k[j, e] for e in range(d_head)) * scale

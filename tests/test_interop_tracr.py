@@ -113,7 +113,8 @@ def test_spec_is_tracr_layout(fixture):
     assert not spec.positional.W_pos[0].any()  # the BOS position carries no index
     attn = spec.blocks[0].attn
     assert math.isclose(attn.score_scale, 1 / math.sqrt(description["key_size"]))
-    assert attn.causal == description["causal"] and spec.norm == "none"
+    assert attn.mask == ("causal" if description["causal"] else "bidirectional")
+    assert spec.norm == "none"
     output = description["output"]
     if output["kind"] == "categorical":
         assert spec.output.labels == tuple(str(v) for v in output["values"])

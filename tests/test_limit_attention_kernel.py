@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from satsim.model.masks import MASKS
 from satsim.saturation.exact import limit_attention, limit_weights
 from satsim.saturation.series import Series, product, weighted_sum
 
@@ -45,7 +46,8 @@ def attention_inputs(draw):
     e, f = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     return (draw(series(heads, length, e)), draw(series(heads, length, e)),
             draw(series(heads, length, f)), draw(st.sampled_from([1.0, 0.5, 0.0])),
-            draw(st.booleans()), draw(st.sampled_from([1, 3, 16])))
+            draw(st.lists(st.sampled_from(MASKS), min_size=heads, max_size=heads)),
+            draw(st.sampled_from([1, 3, 16])))
 
 
 def stacked(x: Series) -> np.ndarray:
@@ -55,13 +57,13 @@ def stacked(x: Series) -> np.ndarray:
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(attention_inputs())
 def test_the_kernel_gives_the_numpy_limit_wherever_numpy_determines_it(case):
-    q, k, v, scale, causal, orders = case
+    q, k, v, scale, masks, orders = case
     heads, length = q.terms[q.top].shape[:2]
     raw = product(q, k, "hte,hse->hts")
     scores = Series({d: t * scale for d, t in raw.terms.items()}, raw.floor)
-    ties = limit_weights(scores, causal, heads, length, orders=orders)
+    ties = limit_weights(scores, masks, heads, length, orders=orders)
     want = weighted_sum(ties.weights, v, ties.support)
-    head, _, got = limit_attention(q, k, v, scale, causal, orders)
+    head, _, got = limit_attention(q, k, v, scale, masks, orders)
 
     assert not (head.unresolved & ~ties.head.unresolved).any()
     resolved = ~ties.head.unresolved

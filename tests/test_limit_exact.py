@@ -144,7 +144,7 @@ def test_limit_weights_match_softmax_of_the_expanded_scores_at_finite_c(c):
     top = np.round(rng.standard_normal((1, 4, 4)))  # integer top scores: exact ties
     scores = Series({2: top, 0: rng.standard_normal((1, 4, 4)),
                      -1: rng.standard_normal((1, 4, 4))})
-    ties = limit_weights(scores, causal=True)
+    ties = limit_weights(scores, "causal")
     raw = np.where(np.tril(np.ones((4, 4), bool)), evaluate(scores, c), -np.inf)
     direct = np.exp(raw - raw.max(axis=-1, keepdims=True))
     direct /= direct.sum(axis=-1, keepdims=True)

@@ -37,7 +37,8 @@ def adversarial_specs(draw):
         residual=draw(st.booleans()),
         biases=draw(st.booleans()),
         affine=draw(st.booleans()),
-        causal=draw(st.booleans()),
+        mask=draw(st.sampled_from(["causal", "causal", "bidirectional", "strict-past", "future",
+                                   "strict-future", "per-head"])),
         positional=draw(st.sampled_from(["none", "learned"])),
         n_ctx=12,
     )

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from satsim.engine.kernels.tie_values import tie_value_spread
+from satsim.model.masks import MASKS, mask_codes
 from satsim.reference.attention import tie_sets, tie_size
 from satsim.saturation.signs import limit_signs
 
 ATOL = RTOL = 1e-9
 
 
-def reference_spread(q, k, v, lengths, live, causal, scale):
+def reference_spread(q, k, v, lengths, live, masks, scale):
     """Per (string, head): the largest |v_j - v_f| over widened tie sets, and max |v|."""
     batch, heads = q.shape[:2]
     spread, magnitude = np.zeros((batch, heads)), np.zeros((batch, heads))
@@ -28,9 +29,9 @@ def reference_spread(q, k, v, lengths, live, causal, scale):
         for h in np.flatnonzero(live):
             values = v[b, h, :n]
             magnitude[b, h] = np.abs(values).max(initial=0.0)
-            members = tie_sets(q[b, h, :n], k[b, h, :n], causal=causal, atol=2 * ATOL,
+            members = tie_sets(q[b, h, :n], k[b, h, :n], attn_mask=masks[h], atol=2 * ATOL,
                                rtol=2 * RTOL, scale=scale)
-            sizes = tie_size(q[b, h, :n], k[b, h, :n], causal=causal, atol=ATOL, rtol=RTOL,
+            sizes = tie_size(q[b, h, :n], k[b, h, :n], attn_mask=masks[h], atol=ATOL, rtol=RTOL,
                              scale=scale)
             for i in np.flatnonzero(sizes > 1):
                 tied = values[members[i]]
@@ -49,19 +50,22 @@ def tied_batches(draw):
     v = draw(hnp.arrays(np.float64, (batch, heads, length, e), elements=grid))
     lengths = np.array(draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch)))
     live = np.array(draw(st.lists(st.booleans(), min_size=heads, max_size=heads)))
-    return q, k, v, lengths, live, draw(st.booleans()), draw(st.sampled_from([0.5, 1.0, 0.0]))
+    masks = draw(st.lists(st.sampled_from(MASKS), min_size=heads, max_size=heads))
+    return q, k, v, lengths, live, masks, draw(st.sampled_from([0.5, 1.0, 0.0]))
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(tied_batches())
 def test_the_spread_kernel_matches_the_reference_tie_sets(case):
-    q, k, v, lengths, live, causal, scale = case
+    q, k, v, lengths, live, masks, scale = case
     sizes = np.zeros(q.shape[:3], dtype=np.int64)
     for b, n in enumerate(lengths):
-        sizes[b, :, :n] = tie_size(q[b, :, :n], k[b, :, :n], causal=causal, atol=ATOL, rtol=RTOL,
-                                   scale=scale)
-    got = tie_value_spread(q, k, v, lengths, sizes, live, causal, scale, ATOL, RTOL, np.inf)
-    want = reference_spread(q, k, v, lengths, live, causal, scale)
+        for h, mask in enumerate(masks):
+            sizes[b, h, :n] = tie_size(q[b, h, :n], k[b, h, :n], attn_mask=mask, atol=ATOL,
+                                       rtol=RTOL, scale=scale)
+    got = tie_value_spread(q, k, v, lengths, sizes, live, mask_codes(masks), scale, ATOL, RTOL,
+                           np.inf)
+    want = reference_spread(q, k, v, lengths, live, masks, scale)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
 
@@ -94,7 +98,7 @@ def test_limit_tie_sizes_are_the_exact_expansions_wherever_a_tie_could_split():
     got = limit_tie_sizes(spec, strings)
     for string, layers in zip(strings, got):
         want = [h.size for h in exact_limit(spec, string).heads]
-        assert [causal for _, causal in layers] == [True, True]
+        assert [set(masks) for _, masks in layers] == [{"causal"}, {"causal"}]
         for (size, _), expected in zip(layers, want):
             np.testing.assert_array_equal(size, expected)
 

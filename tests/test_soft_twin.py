@@ -72,11 +72,12 @@ def reference_error(spec, strings, beta, device="cpu"):
 @pytest.mark.parametrize("norm", ["none", "pre", "post"])
 @pytest.mark.parametrize("positional", ["none", "learned", "sinusoidal", "features"])
 @pytest.mark.parametrize("task", ["recognition", "next-symbol"])
-@pytest.mark.parametrize("causal", [True, False])
-def test_soft_twin_at_beta_one_matches_the_reference_forward_pass(norm, positional, task, causal):
+@pytest.mark.parametrize("mask", ["causal", "bidirectional", "strict-past", "future",
+                                  "strict-future", "per-head"])
+def test_soft_twin_at_beta_one_matches_the_reference_forward_pass(norm, positional, task, mask):
     for seed, (residual, biases, affine) in enumerate(itertools.product([True, False], repeat=3)):
-        spec = random_spec(seed, norm=norm, positional=positional, task=task, causal=causal,
-                           residual=residual, biases=biases, affine=affine)
+        spec = random_spec(seed, norm=norm, positional=positional, task=task, mask=mask,
+                           residual=residual, biases=biases, affine=affine, n_heads=3)
         assert reference_error(spec, STRINGS, beta=1.0) < 1e-10
 
 

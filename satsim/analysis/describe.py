@@ -29,14 +29,16 @@ def describe(spec: ModelSpec) -> dict:
         if block.attn is not None:
             a = block.attn
             row["attn"] = {"heads": a.n_heads, "d_head": a.d_head, "d_v": a.d_v,
-                           "causal": a.causal, "scale": a.score_scale,
+                           "mask": a.mask_text, "scale": a.score_scale,
                            "biases": [b for b in ("b_Q", "b_K", "b_V", "b_O")
                                       if getattr(a, b) is not None],
-                           "kinds": [head_kind(a, h) for h in range(a.n_heads)]}
+                           "kinds": [head_kind(a, h) for h in range(a.n_heads)],
+                           "writes": [_written(spec, a.W_O[h]) for h in range(a.n_heads)]}
         if block.mlp is not None:
             m = block.mlp
             row["mlp"] = {"d_mlp": m.W_in.shape[1], "activation": m.activation,
-                          "biases": [b for b in ("b_in", "b_out") if getattr(m, b) is not None]}
+                          "biases": [b for b in ("b_in", "b_out") if getattr(m, b) is not None],
+                          "writes": _written(spec, m.W_out)}
         layers.append(row)
     return {
         "name": spec.name, "description": spec.description, "vocab": list(spec.vocab),
@@ -48,7 +50,16 @@ def describe(spec: ModelSpec) -> dict:
         "positional": spec.positional.kind, "task": spec.output.task,
         "readout": spec.output.readout, "labels": list(spec.output.labels),
         "parameters": int(sum(a.size for a in spec.tensors().values())), "layers": layers,
+        "source_language": spec.source_language, "source": spec.source,
+        "max_tokens": spec.max_tokens,
     }
+
+
+def _written(spec: ModelSpec, weight: np.ndarray) -> list[str]:
+    """The named residual dimensions a [·, d_model] output map writes (none without names)."""
+    if not spec.dim_names:
+        return []
+    return [spec.dim_name(d) for d in np.flatnonzero(np.any(weight != 0, axis=0))]
 
 
 def degree_table(spec: ModelSpec) -> dict:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from satsim.engine.simulator import Simulator, Trace
+from satsim.model.masks import allowed_count
 
 SIZE_BUCKETS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 64), (65, 256), (257, None))
 
@@ -54,10 +55,6 @@ def _histogram(sizes: np.ndarray) -> dict[str, int]:
     return counts
 
 
-def _allowed_counts(length: int, causal: bool) -> np.ndarray:
-    return np.arange(1, length + 1) if causal else np.full(length, length)
-
-
 def head_roles(
     simulator: Simulator,
     strings: Sequence[str],
@@ -72,26 +69,26 @@ def roles_from_traces(
     traces: Sequence[Trace], local_max: int = 3, global_fraction: float = 0.5
 ) -> list[HeadRole]:
     """Classify every head as local, global or mixed from traces the caller already has."""
-    tie_sizes = [[None if heads is None else (heads.tie_size, heads.causal)
+    tie_sizes = [[None if heads is None else (heads.tie_size, heads.masks)
                   for heads in trace.layers] for trace in traces]
     return roles_from_tie_sizes(tie_sizes, local_max, global_fraction)
 
 
 def roles_from_tie_sizes(
-    tie_sizes: Sequence[Sequence[tuple[np.ndarray, bool] | None]], local_max: int = 3,
+    tie_sizes: Sequence[Sequence[tuple[np.ndarray, Sequence[str]] | None]], local_max: int = 3,
     global_fraction: float = 0.5,
 ) -> list[HeadRole]:
-    """Classify every head from per-string, per-layer ((H, T) tie sizes, causal) or None."""
+    """Classify every head from per-string, per-layer ((H, T) tie sizes, head masks) or None."""
     sizes: dict[tuple[int, int], list[np.ndarray]] = {}
     fractions: dict[tuple[int, int], list[np.ndarray]] = {}
     for layers in tie_sizes:
         for layer, entry in enumerate(layers):
             if entry is None:
                 continue
-            tie_size, causal = entry
-            allowed = _allowed_counts(tie_size.shape[-1], causal)
-            informative = allowed > local_max
+            tie_size, masks = entry
             for head in range(tie_size.shape[0]):
+                allowed = allowed_count(masks[head], tie_size.shape[-1])
+                informative = allowed > local_max
                 size = tie_size[head][informative]
                 sizes.setdefault((layer, head), []).append(size)
                 fractions.setdefault((layer, head), []).append(size / allowed[informative])

@@ -106,16 +106,15 @@ def tie_margin(network: LeadingOrder, run: LimitRun) -> float:
     mask = np.arange(run.residuals[0].shape[1])[None, :] < run.lengths[:, None]
     margin = np.inf
     for layer, attn in zip(run.layers, attention):
-        is_causal, scale = attn.causal, attn.score_scale
-        key_mask = mask[:, None, :]
-        scores = attention_scores(layer.queries, layer.keys, scale)
-        ties = tie_sets(layer.queries, layer.keys, causal=is_causal, key_mask=key_mask,
-                        scale=scale)
-        allowed = allowed_keys(*scores.shape[-2:], causal=is_causal, key_mask=key_mask)
-        best = np.where(ties, scores, -np.inf).max(axis=-1)
-        other = np.where(allowed & ~ties, scores, -np.inf).max(axis=-1)
-        gaps = (best - other)[np.broadcast_to(mask[:, None, :], best.shape)]
-        margin = min(margin, float(gaps.min()) if gaps.size else np.inf)
+        for head, attn_mask in enumerate(attn.head_masks):
+            q, k = layer.queries[:, head], layer.keys[:, head]
+            scores = attention_scores(q, k, attn.score_scale)
+            ties = tie_sets(q, k, attn_mask=attn_mask, key_mask=mask, scale=attn.score_scale)
+            allowed = allowed_keys(*scores.shape[-2:], attn_mask=attn_mask, key_mask=mask)
+            best = np.where(ties, scores, -np.inf).max(axis=-1)
+            other = np.where(allowed & ~ties, scores, -np.inf).max(axis=-1)
+            gaps = (best - other)[mask & allowed.any(axis=-1)]
+            margin = min(margin, float(gaps.min()) if gaps.size else np.inf)
     return margin
 
 

@@ -51,14 +51,15 @@ def attention_matrix(trace: Trace, layer: int, head: int) -> np.ndarray:
     heads = trace.layers[layer]
     q, k = heads.queries[head], heads.keys[head]
     settings = trace.settings
-    allowed = ref.allowed_keys(len(q), len(k), causal=heads.causal)
+    allowed = ref.allowed_keys(len(q), len(k), attn_mask=heads.masks[head])
     if settings.kind == "softmax":
         scores = np.where(allowed, settings.beta * ref.attention_scores(q, k, heads.scale),
                           -np.inf)
-        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        return weights / weights.sum(axis=-1, keepdims=True)
-    ties = ref.tie_sets(q, k, causal=heads.causal, atol=settings.atol, rtol=settings.rtol,
-                        scale=heads.scale)
+        best = scores.max(axis=-1, keepdims=True)
+        weights = np.exp(scores - np.where(np.isfinite(best), best, 0.0))
+        return weights / np.maximum(weights.sum(axis=-1, keepdims=True), np.finfo(float).tiny)
+    ties = ref.tie_sets(q, k, attn_mask=heads.masks[head], atol=settings.atol,
+                        rtol=settings.rtol, scale=heads.scale)
     if settings.kind == "saturated":
         return ties / np.maximum(ties.sum(axis=-1, keepdims=True), 1)
     pick = np.zeros_like(ties, dtype=np.float64)
@@ -66,7 +67,7 @@ def attention_matrix(trace: Trace, layer: int, head: int) -> np.ndarray:
     columns = ties.argmax(axis=-1) if settings.kind == "unique-left" else (
         ties.shape[-1] - 1 - ties[:, ::-1].argmax(axis=-1))
     pick[rows, columns] = 1.0
-    return pick
+    return pick * ties.any(axis=-1, keepdims=True)  # a query with no allowed key: none
 
 
 def trace_outputs(spec: ModelSpec, trace: Trace) -> object:

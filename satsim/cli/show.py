@@ -23,19 +23,52 @@ def _print_description(info: dict) -> None:
                f"{_residual_text(info['residual'])} · positional {info['positional']}")
     click.echo(f"output {info['task']} · readout {info['readout']} · labels "
                f"{' '.join(info['labels'])}")
+    layers = _layer_lines(info)
+    if not info["source"]:
+        click.echo("\n".join(layers))
+        return
+    click.echo(f"compiled from a {LANGUAGE_NAMES[info['source_language']]} program; exact up to "
+               f"{info['max_tokens']:,} tokens (longer inputs are refused)")
+    _beside(["program:", *info["source"].rstrip("\n").splitlines()], ["became:", *layers])
+
+
+LANGUAGE_NAMES = {"crasp": "C-RASP", "brasp": "B-RASP"}
+
+
+def _layer_lines(info: dict) -> list[str]:
+    """Each layer's sublayers, heads and (for named dimensions) what they write."""
+    lines = []
     for layer, row in enumerate(info["layers"]):
         if "attn" in row:
             a = row["attn"]
             heads = f"{a['heads']} head{'s' if a['heads'] != 1 else ''}"
-            click.echo(f"layer {layer} attn: {heads} × d_head {a['d_head']}, d_v "
-                       f"{a['d_v']}, {'causal' if a['causal'] else 'bidirectional'}, scale "
-                       f"{a['scale']:.4g}, biases {', '.join(a['biases']) or 'none'}")
-            for head, kind in enumerate(a["kinds"]):
-                click.echo(f"  head {head}: {kind}")
+            lines.append(f"layer {layer} attn: {heads} × d_head {a['d_head']}, d_v "
+                         f"{a['d_v']}, {a['mask']}, scale "
+                         f"{a['scale']:.4g}, biases {', '.join(a['biases']) or 'none'}")
+            for head, (kind, writes) in enumerate(zip(a["kinds"], a["writes"])):
+                lines.append(f"  head {head}: {kind}" + (f" → {', '.join(writes)}"
+                                                         if writes else ""))
         if "mlp" in row:
             m = row["mlp"]
-            click.echo(f"layer {layer} mlp: d_mlp {m['d_mlp']}, {m['activation']}, biases "
-                       f"{', '.join(m['biases']) or 'none'}")
+            lines.append(f"layer {layer} mlp: d_mlp {m['d_mlp']}, {m['activation']}, biases "
+                         f"{', '.join(m['biases']) or 'none'}")
+            if m["writes"]:
+                lines.append(f"  → {', '.join(m['writes'])}")
+    return lines
+
+
+def _beside(left: list[str], right: list[str]) -> None:
+    """Two columns: ``left`` wrapped to fit beside ``right`` (which wraps to the terminal)."""
+    import shutil
+    import textwrap
+    from itertools import zip_longest
+
+    columns = shutil.get_terminal_size((160, 40)).columns
+    width = max(24, min(max(map(len, left)), columns // 2 - 2))
+    wrapped = [part for line in left
+               for part in (textwrap.wrap(line, width, subsequent_indent="    ") or [""])]
+    for a, b in zip_longest(wrapped, right, fillvalue=""):
+        click.echo(f"{a:<{width}} │ {b}".rstrip())
 
 
 def _residual_text(residual) -> str:

@@ -17,7 +17,6 @@ import numpy as np
 from satsim.constructions.lifting import POS, SIGNED_FEATURES, lift
 from satsim.constructions.parts import Head, Layer, Neuron, Weights
 from satsim.constructions.residual import Residual
-from satsim.errors import SatsimError
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -39,7 +38,8 @@ def _columns(weights: Weights) -> int:
 class Builder:
     """Collects embedding, positional features, layers and readout of a construction.
 
-    ``homogeneous=False`` keeps the residual stream as written (no lifting).
+    ``homogeneous=False`` keeps the residual stream as written (no lifting). ``score_scale``
+    sets every attention layer's score scale (None: 1/√d_head).
     """
 
     name: str
@@ -48,6 +48,7 @@ class Builder:
     dtype: type = np.float32
     description: str = ""
     homogeneous: bool = True
+    score_scale: float | None = None
     layers: list[Layer] = field(default_factory=list)
     features: dict[str, Weights] = field(default_factory=dict)
 
@@ -85,8 +86,6 @@ class Builder:
         return layers, tuple(dict.fromkeys((*self.dims, POS))), features
 
     def _attention(self, r: Residual, heads: tuple[Head, ...]) -> AttentionSpec:
-        if len({h.causal for h in heads}) != 1:
-            raise SatsimError("all heads of one layer share causal or bidirectional attention")
         d_head = max(max(_columns(h.query), _columns(h.key)) for h in heads)
         d_v = max(len(h.value) for h in heads)
         w_q = np.stack([r.read(h.query, d_head) for h in heads])
@@ -97,7 +96,10 @@ class Builder:
             for column, (source, target) in enumerate(head.value.items()):
                 w_v[index, r.index[source], column] = 1
                 w_o[index, column, r.index[target]] = head.value_scale
-        return AttentionSpec(W_Q=w_q, W_K=w_k, W_V=w_v, W_O=w_o, causal=heads[0].causal)
+        masks = tuple(h.mask for h in heads)
+        return AttentionSpec(W_Q=w_q, W_K=w_k, W_V=w_v, W_O=w_o,
+                             mask=masks[0] if len(set(masks)) == 1 else masks,
+                             scale=self.score_scale)
 
     def _feed_forward(self, r: Residual, neurons: tuple[Neuron, ...]) -> FeedForwardSpec:
         w_in = r.columns([neuron.reads for neuron in neurons])

@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from satsim.constructions.parts import Head, Layer, Neuron, dim, head_reads, neuron_reads
-from satsim.errors import SatsimError
 
 ONE = "one"
 POS = "pos"
@@ -65,10 +64,8 @@ def _carry_attention(heads: tuple[Head, ...], carried: list[str]) -> tuple[Head,
                 return (*heads[:index], lifted, *heads[index + 1:])
     if not carried:
         return heads
-    if not heads[0].causal:
-        raise SatsimError("a self head needs causal attention (a bidirectional layer carries "
-                         f"nothing but {ONE!r})")
-    return (*heads, Head(query={ONE: 1}, key={POS: 1}, value={d: d for d in carried}))
+    return (*heads, Head(query={ONE: 1}, key={POS: 1}, value={d: d for d in carried},
+                         mask="causal"))
 
 
 def _carry_neurons(carried: list[str], signed: frozenset[str]) -> tuple[Neuron, ...]:

@@ -21,7 +21,7 @@ class Head:
     query: Weights
     key: Weights
     value: dict[str, str]
-    causal: bool = True
+    mask: str = "causal"  # which keys by position (satsim.model.masks)
     value_scale: float = 1.0
 
 

@@ -2,9 +2,15 @@
 
 Shapes: q (..., T, d), k (..., S, d), v (..., S, e) → output (..., T, e); the leading dims of q, k,
 v and the masks broadcast together. ``mask`` marks real keys (broadcastable to (..., S)),
-``query_mask`` real queries (broadcastable to (..., T)); padded queries get zero rows. The meaning
-of every kind, tie set and diagnostic is :mod:`satsim.reference.attention`; tolerances default to
-:mod:`satsim.model.settings`.
+``query_mask`` real queries (broadcastable to (..., T)); padded queries get zero rows.
+``attn_mask`` names which keys a query may attend by position (:mod:`satsim.model.masks`; None:
+``causal``). The meaning of every kind, tie set and diagnostic is
+:mod:`satsim.reference.attention`; tolerances default to :mod:`satsim.model.settings`.
+
+The kernels know two masks, causal and bidirectional; the others reduce to them exactly
+(:func:`reduce_mask`): the future masks are the past ones on the reversed sequence (with
+leftmost and rightmost exchanged), and the strict past is the causal mask with every key moved
+one position later, so that query i sees the keys before it and query 0 none.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from satsim.engine.kernels import queries as kernels
 from satsim.engine.kernels.layers import use_parallel
 from satsim.engine.kernels.queries import MAX_SCORE
 from satsim.errors import SatsimError
+from satsim.model.masks import MASKS, REVERSED, mask_of
 from satsim.model.settings import ATTENTION_KINDS, tie_tolerance
 from satsim.model.spec import default_scale
 
@@ -88,11 +95,55 @@ def _check_positive(name: str, value: float) -> float:
     return value
 
 
+SWAPPED_SIDES = {"unique-left": "unique-right", "unique-right": "unique-left"}
+"""Leftmost and rightmost exchanged, as on a reversed sequence."""
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """A masked attention problem restated for the causal or bidirectional kernels."""
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    key_mask: np.ndarray
+    query_mask: np.ndarray
+    kind: str
+    causal: bool
+    reversed: bool  # the outputs come back in reversed order
+
+
+def reduce_mask(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.ndarray,
+                query_mask: np.ndarray, kind: str, mask: str) -> Reduced:
+    """Restate attention under ``mask`` as causal or bidirectional attention, exactly.
+
+    Arrays are (..., T, ·) with T == S for every mask but bidirectional; the masks are
+    (..., S) and (..., T). Reversing the positions turns the future masks into the past ones
+    (and leftmost into rightmost); moving every key one position later (key 0 masked out)
+    turns the strict past into the causal mask.
+    """
+    flipped = mask in ("future", "strict-future")
+    if flipped:
+        q, k, v = q[..., ::-1, :], k[..., ::-1, :], v[..., ::-1, :]
+        key_mask, query_mask = key_mask[..., ::-1], query_mask[..., ::-1]
+        kind, mask = SWAPPED_SIDES.get(kind, kind), REVERSED[mask]
+    if mask == "strict-past":
+        def later(x: np.ndarray) -> np.ndarray:
+            return np.concatenate([np.zeros_like(x[..., :1, :]), x[..., :-1, :]], axis=-2)
+
+        k, v = later(k), later(v)
+        key_mask = np.concatenate([np.zeros_like(key_mask[..., :1]), key_mask[..., :-1]],
+                                  axis=-1)
+        mask = "causal"
+    return Reduced(q, k, v, key_mask, query_mask, kind, mask == "causal", flipped)
+
+
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "saturated",
               beta: float = 1.0, causal: bool = False, mask: np.ndarray | None = None,
               query_mask: np.ndarray | None = None, atol: float | None = None,
               rtol: float | None = None, scale: float | None = None,
-              same_scores: np.ndarray | bool | None = None) -> AttentionResult:
+              same_scores: np.ndarray | bool | None = None,
+              attn_mask: str | None = None) -> AttentionResult:
     """Run attention of the given kind and return its output with tie diagnostics.
 
     ``same_scores`` (bool, broadcastable to the batch dims) is the caller's promise that an item's
@@ -102,6 +153,9 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     """
     if kind not in KIND_CODES:
         raise SatsimError(f"unknown attention kind {kind!r}; known: {', '.join(ATTENTION_KINDS)}")
+    attn_mask = attn_mask or mask_of(causal)
+    if attn_mask not in MASKS:
+        raise SatsimError(f"unknown attention mask {attn_mask!r}; known: {', '.join(MASKS)}")
     q, k, v = _float_array("q", q), _float_array("k", k), _float_array("v", v)
     if not q.dtype == k.dtype == v.dtype:
         raise SatsimError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
@@ -111,8 +165,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
                           f"{q.shape}, {k.shape}, {v.shape}")
     if d == 0:
         raise SatsimError(f"q and k need a non-empty last dim, got shapes {q.shape}, {k.shape}")
-    if causal and T != S:
-        raise SatsimError(f"causal attention needs as many queries as keys, got q {q.shape} "
+    if attn_mask != "bidirectional" and T != S:
+        raise SatsimError(f"{attn_mask} attention needs as many queries as keys, got q {q.shape} "
                           f"and k {k.shape}")
     key_mask, real_queries = _bool_mask("mask", mask, S), _bool_mask("query_mask", query_mask, T)
     try:
@@ -140,9 +194,14 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
             x = np.broadcast_to(x, batch + tail)
         return np.require(x.reshape((math.prod(batch),) + tail), requirements=("C", "W"))
 
-    n_items, causal, code = math.prod(batch), bool(causal), KIND_CODES[kind]
+    n_items = math.prod(batch)
     q, k, v = flat(q, (T, d)), flat(k, (S, d)), flat(v, (S, e))
     key_mask, real_queries = flat(key_mask, (S,)), flat(real_queries, (T,))
+    problem = reduce_mask(q, k, v, key_mask, real_queries, kind, attn_mask)
+    q, k, v = (np.require(x, requirements=("C", "W")) for x in (problem.q, problem.k, problem.v))
+    key_mask, real_queries = (np.require(x, requirements=("C", "W"))
+                              for x in (problem.key_mask, problem.query_mask))
+    causal, code = problem.causal, KIND_CODES[problem.kind]
     known = np.full(n_items, kernels.UNKNOWN, dtype=np.int64)
     if same_scores is not None:
         promised = np.broadcast_to(np.asarray(same_scores, dtype=bool), batch).reshape(-1)
@@ -170,8 +229,11 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
             classes.attend_items_by_classes(q[by_classes], k[by_classes], v[by_classes],
                                             key_mask[by_classes], real_queries[by_classes],
                                             causal, code, atol, rtol, scale)
-    return AttentionResult(out.reshape(batch + (T, e)), tie_size.reshape(batch + (T,)),
-                           tie_gap.reshape(batch + (T,)))
+    if problem.reversed:
+        out, tie_size, tie_gap = out[:, ::-1], tie_size[:, ::-1], tie_gap[:, ::-1]
+    return AttentionResult(np.ascontiguousarray(out).reshape(batch + (T, e)),
+                           np.ascontiguousarray(tie_size).reshape(batch + (T,)),
+                           np.ascontiguousarray(tie_gap).reshape(batch + (T,)))
 
 
 def _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code, atol, rtol, scale, paths,
@@ -196,27 +258,29 @@ def _attend_by_tiles(q, k, v, key_mask, real_queries, causal, code, atol, rtol, 
 def saturated_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False,
                         mask: np.ndarray | None = None, query_mask: np.ndarray | None = None,
                         atol: float | None = None, rtol: float | None = None,
-                        scale: float | None = None) -> np.ndarray:
+                        scale: float | None = None, attn_mask: str | None = None) -> np.ndarray:
     """Return the mean of v over each query's tie set (average-hard attention), (..., T, e)."""
     return attention(q, k, v, kind="saturated", causal=causal, mask=mask, query_mask=query_mask,
-                     atol=atol, rtol=rtol, scale=scale).output
+                     atol=atol, rtol=rtol, scale=scale, attn_mask=attn_mask).output
 
 
 def unique_hard_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, side: str = "left",
                           causal: bool = False, mask: np.ndarray | None = None,
                           query_mask: np.ndarray | None = None, atol: float | None = None,
-                          rtol: float | None = None, scale: float | None = None) -> np.ndarray:
+                          rtol: float | None = None, scale: float | None = None,
+                          attn_mask: str | None = None) -> np.ndarray:
     """Return v at the leftmost or rightmost position of each query's tie set, (..., T, e)."""
     if side not in ("left", "right"):
         raise SatsimError(f"side must be 'left' or 'right', got {side!r}")
     return attention(q, k, v, kind=f"unique-{side}", causal=causal, mask=mask,
-                     query_mask=query_mask, atol=atol, rtol=rtol, scale=scale).output
+                     query_mask=query_mask, atol=atol, rtol=rtol, scale=scale,
+                     attn_mask=attn_mask).output
 
 
 def softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, beta: float = 1.0,
                       causal: bool = False, mask: np.ndarray | None = None,
                       query_mask: np.ndarray | None = None,
-                      scale: float | None = None) -> np.ndarray:
+                      scale: float | None = None, attn_mask: str | None = None) -> np.ndarray:
     """Return softmax(beta * scores) attention over the allowed keys, (..., T, e)."""
     return attention(q, k, v, kind="softmax", beta=beta, causal=causal, mask=mask,
-                     query_mask=query_mask, scale=scale).output
+                     query_mask=query_mask, scale=scale, attn_mask=attn_mask).output

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.engine.attend import attention
+from satsim.engine.attend import AttentionResult, attention
 from satsim.engine.kernels.layers import ACTIVATION_CODES
 from satsim.engine.kernels.layers import run_affine as affine
 from satsim.engine.kernels.layers import run_layer_norm as layer_norm
@@ -114,17 +114,38 @@ def apply_attention(
                           f"(the model's weights are too large for it); use "
                           f"{overflow_remedy(x.dtype)}")
     head_mask = mask[:, None, :]
-    result = attention(
-        q, k, v, kind=settings.kind, beta=settings.beta, causal=attn.causal, mask=head_mask,
-        query_mask=head_mask, atol=settings.atol, rtol=settings.rtol, scale=attn.score_scale,
-        same_scores=counting_heads(attn),
-    )
+    masks, same_scores = attn.head_masks, counting_heads(attn)
+    groups = {m: [h for h, other in enumerate(masks) if other == m] for m in dict.fromkeys(masks)}
+    if len(groups) <= 1:
+        result = attention(
+            q, k, v, kind=settings.kind, beta=settings.beta,
+            attn_mask=masks[0] if masks else "bidirectional", mask=head_mask,
+            query_mask=head_mask, atol=settings.atol, rtol=settings.rtol, scale=attn.score_scale,
+            same_scores=same_scores)
+    else:  # heads with different masks: one call per mask, put back in head order
+        parts = {m: attention(
+            q[:, heads], k[:, heads], v[:, heads], kind=settings.kind, beta=settings.beta,
+            attn_mask=m, mask=head_mask, query_mask=head_mask, atol=settings.atol,
+            rtol=settings.rtol, scale=attn.score_scale, same_scores=same_scores[heads])
+            for m, heads in groups.items()}
+        result = AttentionResult(*(_by_head(parts, groups, field)
+                                   for field in ("output", "tie_size", "tie_gap")))
     batch, heads, length, d_v = result.output.shape
     stacked = np.ascontiguousarray(result.output.transpose(0, 2, 1, 3).reshape(-1, heads * d_v))
     w_out = np.ascontiguousarray(attn.W_O.reshape(heads * d_v, -1))
     out = affine(stacked, w_out, bias_or_zeros(attn.b_O, x.shape[-1], x.dtype))
     trace = LayerTrace(q, k, result.output, result.tie_size, result.tie_gap, v)
     return out.reshape(x.shape), trace
+
+
+def _by_head(parts: dict, groups: dict, field: str) -> np.ndarray:
+    """One field of per-mask attention results, (B, heads of the group, ...), in head order."""
+    first = getattr(next(iter(parts.values())), field)
+    heads = sum(len(group) for group in groups.values())
+    out = np.empty((first.shape[0], heads, *first.shape[2:]), dtype=first.dtype)
+    for mask, group in groups.items():
+        out[:, group] = getattr(parts[mask], field)
+    return out
 
 
 def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,7 @@ from satsim.engine.kernels.layers import ACTIVATION_CODES
 from satsim.engine.kernels.queries import SAME_SCORES, UNKNOWN
 from satsim.model.architecture import counting_heads, steps
 from satsim.model.encoding import positional_vectors
+from satsim.model.masks import MASK_CODES
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec
 
@@ -50,6 +51,7 @@ class FusedModel:
     reals: np.ndarray
     program: np.ndarray
     known: np.ndarray
+    head_masks: np.ndarray
     dims: np.ndarray
     general_paths: bool
 
@@ -93,6 +95,7 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
 
     rows: list[np.ndarray] = []
     known: list[int] = []
+    head_masks: list[int] = []
     widest = {"cols": 0, "dh": 0, "dv": 0, "stack": 0, "mlp": 0}
     for step in steps(spec):
         if len(step.branches) > 1:
@@ -113,7 +116,6 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
             n_cols = projection.shape[1]
             row[fk.KIND] = fk.ATTENTION
             row[fk.ATTN_H], row[fk.ATTN_DH], row[fk.ATTN_DV] = heads, d_head, d_v
-            row[fk.ATTN_CAUSAL] = int(sub.causal)
             row[fk.ATTN_PROJ_W], row[fk.ATTN_PROJ_B] = put(projection), put(bias)
             row[fk.ATTN_COLS] = n_cols
             row[fk.ATTN_W_O] = put(sub.W_O.reshape(heads * d_v, d))
@@ -121,6 +123,7 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
             row[fk.ATTN_KNOWN] = len(known)
             row[fk.ATTN_SCALE] = put_real(sub.score_scale)
             known.extend(SAME_SCORES if c else UNKNOWN for c in counting_heads(sub))
+            head_masks.extend(MASK_CODES[mask] for mask in sub.head_masks)
             widest["cols"] = max(widest["cols"], n_cols)
             widest["dh"] = max(widest["dh"], d_head)
             widest["dv"] = max(widest["dv"], d_v)
@@ -146,7 +149,8 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
     return FusedModel(
         spec=spec, W_E=np.array(spec.W_E), params=np.concatenate(chunks),
         reals=np.array(reals + [0.0]), program=program, known=np.array(known + [0], np.int64),
-        dims=dims, general_paths=starts_with_general_paths(np.array(known, np.int64)),
+        head_masks=np.array(head_masks + [0], np.int64), dims=dims,
+        general_paths=starts_with_general_paths(np.array(known, np.int64)),
     )
 
 
@@ -248,7 +252,7 @@ def _run_variant(kernel, model: FusedModel, ids: np.ndarray, starts: np.ndarray,
 
         def run(chunk: np.ndarray, table: np.ndarray = pos_table) -> None:
             kernel(ids, starts, lengths, chunk, model.W_E, table, pos_start, model.params,
-                   model.reals, model.program, model.known, model.dims,
+                   model.reals, model.program, model.known, model.head_masks, model.dims,
                    KIND_CODES[settings.kind], float(settings.beta), atol, rtol, general_limit,
                    classes.MIN_KEYS, out, status)
 

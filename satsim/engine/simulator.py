@@ -17,7 +17,8 @@ from satsim.engine.kernels.layers import serial_kernels
 from satsim.engine.program import FusedModel, forward_fused, fuse
 from satsim.engine.resources import SYMBOL_BYTES, check_memory
 from satsim.errors import SatsimError
-from satsim.model.encoding import Input, encoder, input_text, symbol_table
+from satsim.model.encoding import Input, check_length, encoder, input_text, symbol_table
+from satsim.model.masks import key_range
 from satsim.model.readout import decode
 from satsim.model.settings import AttentionSettings, overflow_remedy, tie_tolerance
 from satsim.model.spec import ModelSpec
@@ -33,7 +34,8 @@ class HeadTrace:
     outputs: np.ndarray
     tie_size: np.ndarray
     tie_gap: np.ndarray
-    causal: bool
+    masks: tuple[str, ...]
+    """Each head's attention mask (:mod:`satsim.model.masks`)."""
     scale: float
     """The layer's score scale: scores are scale · q · k."""
 
@@ -70,12 +72,10 @@ class Trace:
             raise SatsimError(f"query {query} is out of range: the input has {length} positions "
                               f"(0–{length - 1})")
         q = trace.queries[head][query : query + 1]
-        keys = trace.keys[head]
-        if trace.causal:
-            keys = keys[: query + 1]
-        mask = tie_sets(q, keys, causal=False, atol=self.settings.atol, rtol=self.settings.rtol,
-                        scale=trace.scale)
-        return np.flatnonzero(mask[0])
+        low, high = key_range(trace.masks[head], query, len(trace.keys[head]))
+        mask = tie_sets(q, trace.keys[head][low:high], atol=self.settings.atol,
+                        rtol=self.settings.rtol, scale=trace.scale)
+        return low + np.flatnonzero(mask[0])
 
 
 def _back_to_back(ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -181,6 +181,7 @@ class Simulator:
             bad = bad or np.count_nonzero(codes == ord(mark)) != len(strings)
         if bad:  # tokens separated by spaces, or the error naming the string and the symbol
             return _back_to_back(self.encode(strings))
+        check_length(spec, int(lengths.max(initial=0)))
         starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         return ids, starts, lengths
@@ -352,7 +353,7 @@ class Simulator:
                     outputs=layer.head_outputs[row, :, :length],
                     tie_size=layer.tie_size[row, :, :length],
                     tie_gap=layer.tie_gap[row, :, :length],
-                    causal=block.attn.causal,
+                    masks=block.attn.head_masks,
                     scale=block.attn.score_scale,
                 ))
             residuals = [r[row, :length] for r in run.residuals]

@@ -146,7 +146,7 @@ def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
 
     dtype = _compute_dtype(model)
     eps = float(torch.finfo(dtype).eps)
-    causal = all(block.attn.causal for block in spec.blocks)
+    causal = all(block.attn.mask == "causal" for block in spec.blocks)
     sequences = probe_tokens(len(spec.vocab),
                              probe_lengths(spec.positional.W_pos.shape[0], causal))
     theirs = [_their_logits(model, sequence) for sequence in sequences]

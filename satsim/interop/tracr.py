@@ -28,6 +28,7 @@ import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.interop.tracr_checks import check_against_tracr, check_ties, probe_inputs
+from satsim.model.masks import mask_of
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -84,7 +85,7 @@ def _attention(params: dict[str, np.ndarray], layer: int, num_heads: int, key_si
     parts["W_O"], parts["b_O"] = _heads(_get(params, f"{prefix}/linear/w"),
                                         _get(params, f"{prefix}/linear/b"),
                                         num_heads, key_size, rows=True)
-    return AttentionSpec(**parts, causal=causal)
+    return AttentionSpec(**parts, mask=mask_of(causal))
 
 
 def _feed_forward(params: dict[str, np.ndarray], layer: int) -> FeedForwardSpec:

@@ -38,6 +38,7 @@ from satsim.errors import SatsimError
 from satsim.interop.probe import probe_lengths, probe_tokens
 from satsim.model.architecture import steps
 from satsim.model.encoding import encoder
+from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
 from satsim.model.settings import AttentionSettings, default_tolerance
 from satsim.model.spec import AttentionSpec, ModelSpec
@@ -49,7 +50,7 @@ TRACR_FACTOR = 64.0
 def probe_inputs(spec: ModelSpec) -> list[list[str]]:
     """The probe's inputs (tokens without BOS): random symbols, lengths up to max_seq_len."""
     longest = spec.positional.W_pos.shape[0] - 1  # position 0 is BOS's
-    causal = all(block.attn.causal for block in spec.blocks)
+    causal = all(block.attn.mask == "causal" for block in spec.blocks)
     sequences = probe_tokens(len(spec.alphabet), probe_lengths(longest, causal))
     return [[spec.alphabet[i] for i in sequence] for sequence in sequences]
 
@@ -73,9 +74,8 @@ def _scores(trace: LayerTrace, attn: AttentionSpec, mask: np.ndarray) -> np.ndar
     """One attention layer's scores (B, H, T, T) in float64, −∞ where a key is not allowed."""
     q, k = trace.queries.astype(np.float64), trace.keys.astype(np.float64)
     scores = attn.score_scale * np.einsum("bhtc,bhsc->bhts", q, k)
-    allowed = mask[:, None, None, :] & mask[:, None, :, None]
-    if attn.causal:
-        allowed = allowed & np.tril(np.ones(scores.shape[-2:], dtype=bool))
+    allowed = (mask[:, None, None, :] & mask[:, None, :, None]
+               & head_allowed(attn.head_masks, scores.shape[-1])[None])
     return np.where(allowed, scores, -np.inf)
 
 

@@ -35,6 +35,7 @@ from satsim.interop.tl_structure import (
     structure_from_config,
     structure_from_modules,
 )
+from satsim.model.masks import mask_of
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -228,7 +229,7 @@ def _block(state: _StateDict, cfg: Any, index: int, layer: Layer) -> BlockSpec:
     weights = {name: state.take(f"{p}.attn.{name}") for name in (
         "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")}
     d_head = weights["W_Q"].shape[-1]
-    attn = AttentionSpec(**weights, causal=layer.causal,
+    attn = AttentionSpec(**weights, mask=mask_of(layer.causal),
                          scale=_scale(cfg, index, layer.divisor, d_head))
     ln1 = state.take_norm(f"{p}.ln1", layer.ln1)
     if layer.act_fn is None:

@@ -122,9 +122,18 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
         body = body_of(item)
         parts = ([np.array([bos])] if bos is not None else []) + [body] + (
             [np.array([eos])] if eos is not None else [])
-        return np.concatenate(parts).astype(np.int64)
+        ids = np.concatenate(parts).astype(np.int64)
+        check_length(spec, len(ids))
+        return ids
 
     return encode_one
+
+
+def check_length(spec: ModelSpec, tokens: int) -> None:
+    """Refuse an input of ``tokens`` tokens longer than the spec's ``max_tokens`` (one line)."""
+    if spec.max_tokens is not None and tokens > spec.max_tokens:
+        raise SatsimError(f"an input of {tokens:,} tokens is longer than model {spec.name!r} "
+                          f"is exact for ({spec.max_tokens:,} tokens, BOS/EOS included)")
 
 
 def encode(spec: ModelSpec, item: Input) -> np.ndarray:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError, WeightsFileError, first_line
+from satsim.model.masks import mask_of
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -21,11 +22,12 @@ from satsim.model.spec import (
 )
 
 FORMAT = "satsim-spec"
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 """Version 2 added norm kinds, attention scales, activations and parallel blocks; version 3,
 tokens of any length in the vocab and the categorical and numerical output tasks (no new keys:
-a version 1 or 2 file reads as before)."""
+a version 1 or 2 file reads as before); version 4, attention masks (``mask`` for ``causal``),
+the source program of a compiled model and its ``max_tokens``."""
 METADATA_KEY = "satsim"
 
 
@@ -37,7 +39,8 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
     """Everything about ``spec`` that is not a tensor, as a JSON-ready dict."""
     blocks = [
         {
-            "attn": None if b.attn is None else {"causal": b.attn.causal, "scale": b.attn.scale},
+            "attn": None if b.attn is None else {"mask": _mask_config(b.attn.mask),
+                                                 "scale": b.attn.scale},
             "mlp": None if b.mlp is None else {"activation": b.mlp.activation},
             "ln1": _norm_config(b.ln1),
             "ln2": _norm_config(b.ln2),
@@ -66,7 +69,21 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
         },
         "dtype": str(spec.dtype),
         "tensors": {name: list(a.shape) for name, a in spec.tensors().items()},
+        "source": spec.source,
+        "source_language": spec.source_language,
+        "max_tokens": spec.max_tokens,
     }
+
+
+def _mask_config(mask: str | tuple[str, ...]) -> str | list[str]:
+    return mask if isinstance(mask, str) else list(mask)
+
+
+def _mask_from_config(cfg: dict[str, Any]) -> str | tuple[str, ...]:
+    """The attention mask of a block's configuration (versions 1-3: the causal flag)."""
+    if "mask" not in cfg:
+        return mask_of(bool(cfg["causal"]))
+    return cfg["mask"] if isinstance(cfg["mask"], str) else tuple(cfg["mask"])
 
 
 def save_spec(spec: ModelSpec, path: str | Path) -> None:
@@ -212,7 +229,7 @@ def _build_spec(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> Model
         if cfg["attn"] is not None:
             names = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
             parts = {n: tensors.get(tensor_name(f"{prefix}.attn", n)) for n in names}
-            attn = AttentionSpec(**parts, causal=bool(cfg["attn"]["causal"]),
+            attn = AttentionSpec(**parts, mask=_mask_from_config(cfg["attn"]),
                                  scale=cfg["attn"].get("scale"))
         mlp = None
         if cfg["mlp"]:  # version 1: true; version 2: its settings
@@ -256,6 +273,9 @@ def _build_spec(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> Model
         name=config["name"],
         description=config.get("description", ""),
         dim_names=tuple(config.get("dim_names", ())),
+        source=config.get("source", ""),
+        source_language=config.get("source_language", ""),
+        max_tokens=config.get("max_tokens"),
     )
 
 

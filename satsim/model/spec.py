@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError, SpecError
+from satsim.model.masks import MASKS
 from satsim.model.positions import FEATURES, POSITION_KINDS
 
 NORM_PLACEMENTS = ("none", "pre", "post")
@@ -108,7 +109,11 @@ class LayerNormSpec:
 
 @dataclass(frozen=True)
 class AttentionSpec:
-    """Multi-head self-attention: W_Q, W_K [H, d, d_head], W_V [H, d, d_v], W_O [H, d_v, d]."""
+    """Multi-head self-attention: W_Q, W_K [H, d, d_head], W_V [H, d, d_v], W_O [H, d_v, d].
+
+    ``mask`` says which keys each query may attend by position (:mod:`satsim.model.masks`):
+    one name for every head, or a tuple with one name per head.
+    """
 
     W_Q: Array = tensor()
     W_K: Array = tensor()
@@ -118,7 +123,7 @@ class AttentionSpec:
     b_K: Array | None = tensor(optional=True)
     b_V: Array | None = tensor(optional=True)
     b_O: Array | None = tensor(optional=True)
-    causal: bool = True
+    mask: str | tuple[str, ...] = "causal"
     scale: float | None = None  # the scores are scale · q·k; None: 1/√d_head
 
     def __post_init__(self) -> None:
@@ -140,6 +145,23 @@ class AttentionSpec:
         _check_shape("attn.b_K", self.b_K, (n_heads, d_head))
         _check_shape("attn.b_V", self.b_V, (n_heads, d_v))
         _check_shape("attn.b_O", self.b_O, (d_model,))
+        if not isinstance(self.mask, str):
+            object.__setattr__(self, "mask", tuple(self.mask))
+            if len(self.mask) != n_heads:
+                raise SpecError(f"attn.mask has {len(self.mask)} masks for {n_heads} heads")
+        unknown = sorted({m for m in self.head_masks if m not in MASKS})
+        if unknown:
+            raise SpecError(f"unknown attention mask {unknown[0]!r}; known: {', '.join(MASKS)}")
+
+    @property
+    def head_masks(self) -> tuple[str, ...]:
+        """Each head's mask (:mod:`satsim.model.masks`)."""
+        return (self.mask,) * self.n_heads if isinstance(self.mask, str) else self.mask
+
+    @property
+    def mask_text(self) -> str:
+        """The mask for a reader: one name, or the heads' names joined by '/'."""
+        return self.mask if isinstance(self.mask, str) else "/".join(self.mask)
 
     @property
     def n_heads(self) -> int:
@@ -297,9 +319,20 @@ class ModelSpec:
     name: str = "model"
     description: str = ""
     dim_names: tuple[str, ...] = ()
+    source: str = ""
+    """The program the model was compiled from (its text; :mod:`satsim.rasp`), or empty."""
+    source_language: str = ""
+    """The language of ``source``: "crasp" or "brasp" (empty without a source)."""
+    max_tokens: int | None = None
+    """The longest input, in tokens (BOS/EOS included), on which the model is known to be exact;
+    longer inputs are refused (a compiled model's float64 bound). None: no bound."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vocab", tuple(self.vocab))
+        if self.max_tokens is not None and not (isinstance(self.max_tokens, int)
+                                                and self.max_tokens >= 1):
+            raise SpecError(f"max_tokens must be a positive integer or None, got "
+                            f"{self.max_tokens!r}")
         object.__setattr__(self, "dim_names", tuple(self.dim_names))
         if not isinstance(self.name, str) or not self.name:
             raise SpecError(f"a model's name must be a non-empty string, got {self.name!r}")
@@ -399,7 +432,7 @@ class ModelSpec:
             if block.attn is not None:
                 a = block.attn
                 parts.append(f"attention {a.n_heads} heads × d_head {a.d_head} "
-                             f"({'causal' if a.causal else 'bidirectional'})")
+                             f"({a.mask_text})")
             if block.mlp is not None:
                 parts.append(f"mlp {block.mlp.W_in.shape[1]}")
             lines.append(f"  layer {layer}: {', '.join(parts) or 'empty'}")

@@ -3,6 +3,8 @@
 Readable, not fast: every function builds the full (..., T, S) score matrix. Shapes are
 q (..., T, d), k (..., S, d), v (..., S, e) with broadcasting leading dims; ``key_mask``
 broadcasts to (..., S) and ``query_mask`` to (..., T), True marking a real position.
+``attn_mask`` names which keys each query may attend by position (:mod:`satsim.model.masks`);
+None takes ``causal`` ("causal" when True, else "bidirectional").
 
 Scores s_ij = scale * (q_i . k_j) are computed in float64 whatever the input dtype, summing the
 products over d from left to right, exactly as the Numba kernels do, so the two agree bit for bit
@@ -16,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.model.masks import allowed_matrix, mask_of
 from satsim.model.settings import default_tolerance
 from satsim.model.spec import default_scale
 
@@ -39,11 +42,13 @@ def attention_scores(q: np.ndarray, k: np.ndarray, scale: float | None = None) -
     return scale * dots
 
 
-def allowed_keys(T: int, S: int, *, causal: bool, key_mask: np.ndarray | None = None) -> np.ndarray:
-    """Return which keys each query may attend, bool (..., T, S): unpadded, and j <= i if causal."""
-    if causal and T != S:
-        raise SatsimError(f"causal attention needs as many queries as keys, got T={T}, S={S}")
-    allowed = np.tril(np.ones((T, S), dtype=bool)) if causal else np.ones((T, S), dtype=bool)
+def allowed_keys(T: int, S: int, *, causal: bool = False, key_mask: np.ndarray | None = None,
+                 attn_mask: str | None = None) -> np.ndarray:
+    """Return which keys each query may attend, bool (..., T, S): unpadded, and by the mask."""
+    mask = attn_mask or mask_of(causal)
+    if mask != "bidirectional" and T != S:
+        raise SatsimError(f"{mask} attention needs as many queries as keys, got T={T}, S={S}")
+    allowed = allowed_matrix(mask, T, S)
     if key_mask is not None:
         allowed = allowed & np.asarray(key_mask, dtype=bool)[..., None, :]
     return allowed
@@ -56,10 +61,11 @@ def _tolerance(dtype: np.dtype, atol: float | None, rtol: float | None) -> tuple
             default_rtol if rtol is None else float(rtol))
 
 
-def _masked_scores(q, k, causal, key_mask, scale) -> tuple[np.ndarray, np.ndarray]:
+def _masked_scores(q, k, causal, key_mask, scale, attn_mask) -> tuple[np.ndarray, np.ndarray]:
     """Return scores with disallowed keys at -inf, and the allowed-key matrix."""
     scores = attention_scores(q, k, scale)
-    allowed = allowed_keys(scores.shape[-2], scores.shape[-1], causal=causal, key_mask=key_mask)
+    allowed = allowed_keys(scores.shape[-2], scores.shape[-1], causal=causal, key_mask=key_mask,
+                           attn_mask=attn_mask)
     scores, allowed = np.broadcast_arrays(scores, allowed)
     return np.where(allowed, scores, -np.inf), allowed
 
@@ -71,10 +77,11 @@ def _real_queries(query_mask: np.ndarray | None) -> np.ndarray:
 
 def tie_sets(q: np.ndarray, k: np.ndarray, *, causal: bool = False,
              key_mask: np.ndarray | None = None, atol: float | None = None,
-             rtol: float | None = None, scale: float | None = None) -> np.ndarray:
+             rtol: float | None = None, scale: float | None = None,
+             attn_mask: str | None = None) -> np.ndarray:
     """Return each query's tie set, bool (..., T, S): allowed keys within tolerance of the max."""
     atol, rtol = _tolerance(np.asarray(q).dtype, atol, rtol)
-    scores, allowed = _masked_scores(q, k, causal, key_mask, scale)
+    scores, allowed = _masked_scores(q, k, causal, key_mask, scale, attn_mask)
     best = scores.max(axis=-1, keepdims=True, initial=-np.inf)
     return allowed & (scores >= tie_threshold(best, atol, rtol))
 
@@ -90,9 +97,9 @@ def _average(weights: np.ndarray, v: np.ndarray, query_mask, dtype) -> np.ndarra
 def softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, beta: float = 1.0,
                       causal: bool = False, key_mask: np.ndarray | None = None,
                       query_mask: np.ndarray | None = None,
-                      scale: float | None = None) -> np.ndarray:
+                      scale: float | None = None, attn_mask: str | None = None) -> np.ndarray:
     """Return softmax(beta * scores) attention over allowed keys, (..., T, e)."""
-    scores, allowed = _masked_scores(q, k, causal, key_mask, scale)
+    scores, allowed = _masked_scores(q, k, causal, key_mask, scale, attn_mask)
     best = scores.max(axis=-1, keepdims=True, initial=-np.inf)
     shifted = np.where(allowed, beta * (scores - np.where(np.isfinite(best), best, 0.0)), -np.inf)
     return _average(np.exp(shifted), v, query_mask, np.asarray(q).dtype)
@@ -101,20 +108,23 @@ def softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, beta: floa
 def saturated_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool = False,
                         key_mask: np.ndarray | None = None, query_mask: np.ndarray | None = None,
                         atol: float | None = None, rtol: float | None = None,
-                        scale: float | None = None) -> np.ndarray:
+                        scale: float | None = None, attn_mask: str | None = None) -> np.ndarray:
     """Return the mean of v over each query's tie set (average-hard attention), (..., T, e)."""
-    ties = tie_sets(q, k, causal=causal, key_mask=key_mask, atol=atol, rtol=rtol, scale=scale)
+    ties = tie_sets(q, k, causal=causal, key_mask=key_mask, atol=atol, rtol=rtol, scale=scale,
+                    attn_mask=attn_mask)
     return _average(ties.astype(np.float64), v, query_mask, np.asarray(q).dtype)
 
 
 def unique_hard_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, side: str = "left",
                           causal: bool = False, key_mask: np.ndarray | None = None,
                           query_mask: np.ndarray | None = None, atol: float | None = None,
-                          rtol: float | None = None, scale: float | None = None) -> np.ndarray:
+                          rtol: float | None = None, scale: float | None = None,
+                          attn_mask: str | None = None) -> np.ndarray:
     """Return v at the leftmost or rightmost position of each query's tie set, (..., T, e)."""
     if side not in ("left", "right"):
         raise SatsimError(f"side must be 'left' or 'right', got {side!r}")
-    ties = tie_sets(q, k, causal=causal, key_mask=key_mask, atol=atol, rtol=rtol, scale=scale)
+    ties = tie_sets(q, k, causal=causal, key_mask=key_mask, atol=atol, rtol=rtol, scale=scale,
+                    attn_mask=attn_mask)
     positions = np.arange(ties.shape[-1])
     if side == "left":
         chosen = np.where(ties, positions, ties.shape[-1]).min(axis=-1, initial=ties.shape[-1])
@@ -126,9 +136,9 @@ def unique_hard_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, side: 
 
 def tie_gap(q: np.ndarray, k: np.ndarray, *, causal: bool = False,
             key_mask: np.ndarray | None = None, query_mask: np.ndarray | None = None,
-            scale: float | None = None) -> np.ndarray:
+            scale: float | None = None, attn_mask: str | None = None) -> np.ndarray:
     """Return max score minus runner-up (one argmax removed), (..., T); inf: one key, NaN: none."""
-    scores, allowed = _masked_scores(q, k, causal, key_mask, scale)
+    scores, allowed = _masked_scores(q, k, causal, key_mask, scale, attn_mask)
     ordered = np.sort(scores, axis=-1)
     best = ordered[..., -1] if ordered.shape[-1] >= 1 else np.full(ordered.shape[:-1], -np.inf)
     runner_up = ordered[..., -2] if ordered.shape[-1] >= 2 else np.full(best.shape, -np.inf)
@@ -140,8 +150,9 @@ def tie_gap(q: np.ndarray, k: np.ndarray, *, causal: bool = False,
 def tie_size(q: np.ndarray, k: np.ndarray, *, causal: bool = False,
              key_mask: np.ndarray | None = None, query_mask: np.ndarray | None = None,
              atol: float | None = None, rtol: float | None = None,
-             scale: float | None = None) -> np.ndarray:
+             scale: float | None = None, attn_mask: str | None = None) -> np.ndarray:
     """Return the number of keys in each query's tie set, int64 (..., T); 0 for padded queries."""
-    ties = tie_sets(q, k, causal=causal, key_mask=key_mask, atol=atol, rtol=rtol, scale=scale)
+    ties = tie_sets(q, k, causal=causal, key_mask=key_mask, atol=atol, rtol=rtol, scale=scale,
+                    attn_mask=attn_mask)
     sizes = ties.sum(axis=-1, dtype=np.int64)
     return np.where(_real_queries(query_mask), sizes, 0).astype(np.int64)

@@ -73,23 +73,25 @@ def head_inputs(x: np.ndarray, attn: AttentionSpec) -> tuple[np.ndarray, ...]:
     return q, k, v
 
 
-def attend(q, k, v, causal: bool, settings: AttentionSettings,
+def attend(q, k, v, mask: str, settings: AttentionSettings,
            scale: float | None = None) -> np.ndarray:
-    """Apply the chosen attention kind to per-head (q, k, v); scores are scale·q·k."""
+    """Apply the chosen attention kind to (q, k, v) under ``mask``; scores are scale·q·k."""
     if settings.kind == "softmax":
-        return ref.softmax_attention(q, k, v, beta=settings.beta, causal=causal, scale=scale)
+        return ref.softmax_attention(q, k, v, beta=settings.beta, attn_mask=mask, scale=scale)
     if settings.kind == "saturated":
-        return ref.saturated_attention(q, k, v, causal=causal, atol=settings.atol,
+        return ref.saturated_attention(q, k, v, attn_mask=mask, atol=settings.atol,
                                        rtol=settings.rtol, scale=scale)
     side = settings.kind.removeprefix("unique-")
-    return ref.unique_hard_attention(q, k, v, side=side, causal=causal, atol=settings.atol,
+    return ref.unique_hard_attention(q, k, v, side=side, attn_mask=mask, atol=settings.atol,
                                      rtol=settings.rtol, scale=scale)
 
 
 def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettings) -> np.ndarray:
     """Multi-head self-attention sublayer: the heads' outputs projected by W_O and summed."""
     q, k, v = head_inputs(x, attn)
-    heads = attend(q, k, v, attn.causal, settings, attn.score_scale)
+    heads = np.zeros(v.shape, dtype=q.dtype)
+    for h, mask in enumerate(attn.head_masks):
+        heads[h] = attend(q[h], k[h], v[h], mask, settings, attn.score_scale)
     out = np.einsum("hte,hed->td", heads, attn.W_O)
     return out if attn.b_O is None else out + attn.b_O
 

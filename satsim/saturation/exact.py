@@ -15,6 +15,7 @@ so that a user knows when :func:`satsim.saturation.limit` is not the limit.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from satsim.engine.kernels.expansion import expanded_attention
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
+from satsim.model.masks import allowed_matrix, head_allowed, mask_codes
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.reference.forward import ACTIVATION_FUNCTIONS
 from satsim.saturation.scaling import Rates, rated
@@ -115,7 +117,7 @@ class TieBreak:
     head: HeadLimit
 
 
-def limit_weights(scores: Series, causal: bool, heads: int | None = None,
+def limit_weights(scores: Series, mask: str | Sequence[str], heads: int | None = None,
                   n: int | None = None, orders: int = ORDERS) -> TieBreak:
     """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top.
 
@@ -123,12 +125,13 @@ def limit_weights(scores: Series, causal: bool, heads: int | None = None,
     every positive degree share the weight exp(s_0 + s_-1/c + ...) normalised, a power series in
     1/c. A query whose tie set or weights depend on terms that are not known gets NaN weights.
     ``heads`` and ``n`` give the shape (heads, n, n) where the scores' terms are broadcast
-    (default: their broadcast shape).
+    (default: their broadcast shape). ``mask`` is the attention mask of every head, or one per
+    head (:mod:`satsim.model.masks`); a query with no allowed key gets zero weights.
     """
     shape = np.broadcast_shapes(*(np.shape(t) for t in scores.terms.values()))
     n = shape[-1] if n is None else n
     lead_axes = shape[:-2] if heads is None else (heads,)
-    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    allowed = allowed_matrix(mask, n) if isinstance(mask, str) else head_allowed(mask, n)
     candidates = np.broadcast_to(allowed, lead_axes + (n, n)).copy()
     unknown = np.zeros(candidates.shape[:-1], dtype=bool)
     lead, split_at = None, np.zeros(candidates.shape[:-1], dtype=np.int64)
@@ -155,7 +158,9 @@ def limit_weights(scores: Series, causal: bool, heads: int | None = None,
     a = np.stack([np.where(candidates, scores.terms.get(-m, 0.0), 0.0) for m in range(orders)])
     base = a[0] - np.where(candidates, a[0], -np.inf).max(axis=-1, keepdims=True)
     numerators = np.where(candidates, np.exp(np.where(candidates, base, 0.0)), 0.0) * exp_series(a)
-    weights = ratio_series(numerators, numerators.sum(axis=-1, keepdims=True))
+    with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 where nothing is allowed
+        weights = ratio_series(numerators, numerators.sum(axis=-1, keepdims=True))
+    weights = np.where((size == 0)[None, ..., None], 0.0, weights)  # nothing to attend
     weights = np.where(unresolved[None, ..., None], np.nan, weights)
     unresolved |= np.isnan(weights[0]).any(axis=-1)
     head = HeadLimit(lead.sum(axis=-1), size, split_at, unresolved)
@@ -212,14 +217,15 @@ def _key_classes(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return classes, reps
 
 
-def limit_attention(q: Series, k: Series, v: Series, scale: float, causal: bool,
+def limit_attention(q: Series, k: Series, v: Series, scale: float, masks: Sequence[str],
                     orders: int = ORDERS) -> tuple[HeadLimit, np.ndarray, Series]:
     """Limit attention of one layer, (H, T, e) series in, through the compiled kernel.
 
     The same limit as :func:`limit_weights` followed by :func:`weighted_sum` (their NumPy
     statement), computed query by query: the lower score degrees only for the keys still tied.
-    Returns the tie statistics, per (head, query) whether the leading tie set's mean differs
-    from the limit's at the values' top degree (NaN: unknown), and the output series.
+    ``masks`` holds each head's attention mask (:mod:`satsim.model.masks`). Returns the tie
+    statistics, per (head, query) whether the leading tie set's mean differs from the limit's at the
+    values' top degree (NaN: unknown), and the output series.
     """
     q_terms, q_live = _coefficients(q)
     k_terms, k_live = _coefficients(k)
@@ -234,7 +240,7 @@ def limit_attention(q: Series, k: Series, v: Series, scale: float, causal: bool,
     query_classes, _ = _key_classes(q_terms)
     z, lead_size, size, split_at, unresolved, moved, lower_agree = expanded_attention(
         q_terms, q_live, k_terms, k_live, v_terms, v_live, classes, reps, query_classes, top,
-        float(floor), low, float(scale), causal, kept, TOL, SCORE_CACHE)
+        float(floor), low, float(scale), mask_codes(masks), kept, TOL, SCORE_CACHE)
     exact_weights = not math.isfinite(floor) and bool(lower_agree.all())
     weights_floor = -math.inf if exact_weights else -(kept - 1)
     out_floor = max(weights_floor + v.top, v.floor)
@@ -305,7 +311,8 @@ class _Evaluator(Backend[Series]):
         q = self.linear(x, "td,hde->hte", attn.W_Q, attn.b_Q, (h, 1, -1))
         k = self.linear(x, "td,hde->hte", attn.W_K, attn.b_K, (h, 1, -1))
         v = self.linear(x, "td,hde->hte", attn.W_V, attn.b_V, (h, 1, -1))
-        head, change, z = limit_attention(q, k, v, attn.score_scale, attn.causal, self.orders)
+        head, change, z = limit_attention(q, k, v, attn.score_scale, attn.head_masks,
+                                         self.orders)
         self.heads.append(head)
         values = np.nan_to_num(v.terms[v.top])
         moved = ~(change <= TOL * max(float(np.abs(values).max()), 1e-300))  # NaN: unknown

@@ -30,6 +30,7 @@ from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, counting_heads
 from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encoder, positional_vectors
+from satsim.model.masks import mask_codes
 from satsim.model.readout import next_symbol_sets
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
@@ -151,7 +152,7 @@ class _Checker:
         self.tolerance = tie_tolerance(np.float64)
         self.exempt = exempt_heads(network.source)
         attention = [b.attn for b in network.source.blocks if b.attn is not None]
-        self.causal = [a.causal for a in attention]
+        self.mask_codes = [mask_codes(a.head_masks) for a in attention]
         self.scales = [a.score_scale for a in attention]
 
     def run(self, ids: list[np.ndarray]) -> tuple[list[np.ndarray], list[str]]:
@@ -179,7 +180,8 @@ class _Checker:
         for index, layer in enumerate(run.layers):
             spread, magnitude = tie_value_spread(
                 layer.queries, layer.keys, layer.values, lengths, layer.tie_size,
-                ~self.exempt[index], self.causal[index], self.scales[index], atol, rtol, VANISHING)
+                ~self.exempt[index], self.mask_codes[index], self.scales[index], atol, rtol,
+                VANISHING)
             differ = (spread > VANISHING * magnitude).any(axis=1)
             reasons[differ & (reasons == "")] = (
                 f"a tie set at attention layer {index} holds keys whose values differ")
@@ -296,8 +298,8 @@ class LimitPredictor:
 
 
 def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
-                    ) -> list[list[tuple[np.ndarray, bool] | None]]:
-    """Per string and block: the (H, T) tie sizes of the limit's attention and its causality.
+                    ) -> list[list[tuple[np.ndarray, tuple[str, ...]] | None]]:
+    """Per string and block: the (H, T) tie sizes of the limit's attention and its head masks.
 
     The leading-order run's sizes are the limit's where every tie set of a head that can split
     has one key (lower-order terms only ever split a tie set); other strings take the sizes of
@@ -307,7 +309,7 @@ def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None
     network = leading_order(spec.astype(np.float64), rates)
     encode = encoder(network.spec)
     exempt = exempt_heads(network.source)
-    causal = [b.attn.causal for b in spec.blocks if b.attn is not None]
+    masks = [b.attn.head_masks for b in spec.blocks if b.attn is not None]
     orders = first_orders(network)
     ids = [encode(s) for s in strings]
     sizes: list[list[np.ndarray]] = [[] for _ in strings]
@@ -326,6 +328,6 @@ def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None
             sizes[i] = [h.size for h in heads]
     out = []
     for per_layer in sizes:
-        found = iter(zip(per_layer, causal))
+        found = iter(zip(per_layer, masks))
         out.append([None if block.attn is None else next(found) for block in spec.blocks])
     return out

@@ -25,6 +25,7 @@ from torch.nn import functional as F
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks, steps
 from satsim.model.encoding import Input, encoder
+from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
 from satsim.model.settings import default_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
@@ -300,17 +301,21 @@ class SoftPass(Backend[Tensor]):
             self.hook(f"{p}.hook_{name}", value.transpose(1, 2))
         scale = branch.module.scale
         factor = self.beta * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
-        if self.fused_softmax() and _scores_fit(q, k, factor):
-            z = self.fused_attention(q, k, v, factor, branch.module.causal)
+        mask = branch.module.mask  # one name for every head, or one per head
+        fusable = mask in ("causal", "bidirectional") and self.fused_softmax()
+        if fusable and _scores_fit(q, k, factor):
+            z = self.fused_attention(q, k, v, factor, mask == "causal")
         else:
             scores = torch.einsum("bhte,bhse->bhts", q, k)
             scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
             n = x.shape[1]
-            allowed = self.key_mask[:, None, None, :]
-            if branch.module.causal:
-                allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+            by_position = torch.from_numpy(head_allowed(branch.module.head_masks, n)).to(x.device)
+            allowed = self.key_mask[:, None, None, :] & by_position[None]
             scores = self.hook(f"{p}.hook_attn_scores", self.mask_scores(scores, allowed))
-            pattern = self.hook(f"{p}.hook_pattern", torch.softmax(self.beta * scores, dim=-1))
+            weights = torch.softmax(self.beta * scores, dim=-1)
+            # A query with no allowed key (strict past at position 0) attends nothing: zero.
+            weights = torch.where(allowed.any(dim=-1, keepdim=True), weights, 0.0)
+            pattern = self.hook(f"{p}.hook_pattern", weights)
             z = pattern @ v
         self.hook(f"{p}.hook_z", z.transpose(1, 2))
         out = torch.einsum("bhte,hed->btd", z, attn.W_O)

@@ -46,7 +46,7 @@ def initial_spec(config: TrainConfig, alphabet: tuple[str, ...]) -> ModelSpec:
             attn=AttentionSpec(
                 W_Q=weight(h, d, e, fan_in=d), W_K=weight(h, d, e, fan_in=d),
                 W_V=weight(h, d, e, fan_in=d), W_O=weight(h, e, d, fan_in=h * e),
-                b_Q=zeros(h, e), b_K=zeros(h, e), b_V=zeros(h, e), b_O=zeros(d), causal=True,
+                b_Q=zeros(h, e), b_K=zeros(h, e), b_V=zeros(h, e), b_O=zeros(d), mask="causal",
             ),
             mlp=FeedForwardSpec(W_in=weight(d, m, fan_in=d), W_out=weight(m, d, fan_in=m),
                                 b_in=zeros(m), b_out=zeros(d)),

@@ -21,6 +21,8 @@ import math
 import numba
 import numpy as np
 
+from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
+
 
 @numba.njit(cache=True, fastmath=False)
 def _score(q, k, q_live, k_live, h, i, j, gap, scale, tol):
@@ -170,14 +172,16 @@ def _admit(v, h, j, cls, members, sums, magnitudes, active, n_active):
 
 @numba.njit(cache=True, fastmath=False)
 def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_class, score_top,
-                       score_floor, score_low, scale, causal, orders, tol, budget):
+                       score_floor, score_low, scale, masks, orders, tol, budget):
     """Limit attention of one layer over power-series queries, keys and values.
 
     q (Kq, H, T, e), k (Kk, H, T, e), v (Kv, H, T, f): coefficients from each one's top degree
     down; ``*_live`` (K,) marks the coefficients that are not zero everywhere. Keys whose rows
     (every coefficient) are equal score alike at every degree: ``key_class`` (H, T) numbers
     those classes per head and ``reps`` (H, T) gives a key of each class, so scores and weights
-    are computed once per class and values summed per class (running sums, causal); queries
+    are computed once per class and values summed per class (running sums over the queries in
+    the order that only adds keys: ascending for the past masks, descending for the future
+    ones; ``masks`` (H,) holds each head's code, :data:`satsim.model.masks.MASK_CODES`); queries
     equal in every coefficient share a ``query_class`` (H, T), and where the scores of every
     pair of classes fit in ``budget`` entries each pair's are computed once per head. Scores
     have top degree ``score_top`` and are known down to ``score_floor`` (-inf: every degree),
@@ -229,16 +233,28 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
         sums[:] = 0.0
         magnitudes[:] = 0.0
         n_active = 0
-        if not causal:
+        mask = masks[h]
+        descending = mask == FUTURE or mask == STRICT_FUTURE
+        if mask == BIDIRECTIONAL:
             for j in range(length):
                 n_active = _admit(v, h, j, key_class[h, j], members, sums, magnitudes, active,
                                   n_active)
-        for i in range(length):
+        for step in range(length):
+            i = length - 1 - step if descending else step
             row = query_class[h, i] if cached else -1
             want = h + 1
-            if causal:
-                n_active = _admit(v, h, i, key_class[h, i], members, sums, magnitudes, active,
-                                  n_active)
+            newest = -1  # the key this query adds to those of the query before it
+            if mask == CAUSAL or mask == FUTURE:
+                newest = i
+            elif mask == STRICT_PAST:
+                newest = i - 1
+            elif mask == STRICT_FUTURE and i + 1 < length:
+                newest = i + 1
+            if newest >= 0:
+                n_active = _admit(v, h, newest, key_class[h, newest], members, sums, magnitudes,
+                                  active, n_active)
+            if n_active == 0:  # no allowed key: the output is zero, the tie set empty
+                continue
             count = n_active
             keys = 0
             for idx in range(count):

@@ -33,12 +33,15 @@ from satsim.engine.kernels.queries import (
     SAME_QUERIES,
     SAME_SCORES,
     SOFTMAX,
+    UNIQUE_LEFT,
+    UNIQUE_RIGHT,
     attend_same_queries_into,
     attend_same_scores,
     attend_unit,
     item_path,
     unit_count,
 )
+from satsim.model.masks import BIDIRECTIONAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 
 ATTENTION, FEED_FORWARD = 0, 1
 """Sublayer kinds (column ``KIND`` of a program row)."""
@@ -53,13 +56,13 @@ KIND, KEEP = 0, 1
 IN_NORM = 2  # the branch's input norm ("pre")
 OUT_NORM = IN_NORM + NORM_WIDTH  # the norm after the sum ("post")
 FIRST = OUT_NORM + NORM_WIDTH  # the sublayer's own columns
-# attention: heads, d_head, d_v, causal, projection [d, n_cols] and bias, W_O [H*d_v, d], b_O,
-# first row of its heads in ``known``, index of its score scale in ``reals``
-(ATTN_H, ATTN_DH, ATTN_DV, ATTN_CAUSAL, ATTN_PROJ_W, ATTN_PROJ_B, ATTN_COLS, ATTN_W_O, ATTN_B_O,
- ATTN_KNOWN, ATTN_SCALE) = range(FIRST, FIRST + 11)
+# attention: heads, d_head, d_v, projection [d, n_cols] and bias, W_O [H*d_v, d], b_O,
+# first row of its heads in ``known`` and ``head_masks``, index of its score scale in ``reals``
+(ATTN_H, ATTN_DH, ATTN_DV, ATTN_PROJ_W, ATTN_PROJ_B, ATTN_COLS, ATTN_W_O, ATTN_B_O,
+ ATTN_KNOWN, ATTN_SCALE) = range(FIRST, FIRST + 10)
 # feed-forward: d_mlp, W_in [d, d_mlp], b_in, W_out [d_mlp, d], b_out, activation code
 MLP_D, MLP_W_IN, MLP_B_IN, MLP_W_OUT, MLP_B_OUT, MLP_ACTIVATION = range(FIRST, FIRST + 6)
-PROGRAM_WIDTH = FIRST + 11
+PROGRAM_WIDTH = FIRST + 10
 # ``dims``: d_model, n_outputs, the widest projection, d_head, d_v, H·d_v and d_mlp, readout last,
 # then the final norm, then W_U and b_U offsets.
 (D_MODEL, N_OUT, MAX_COLS, MAX_DH, MAX_DV, MAX_STACK, MAX_MLP, READ_LAST) = range(8)
@@ -120,8 +123,27 @@ def _max_abs_qkv(proj, width):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale, general_limit,
-                    class_min_keys, out, sizes, gaps):
+def _reverse_rows(x):
+    """Reverse the order of the rows of x in place."""
+    T = x.shape[0]
+    for i in range(T // 2):
+        for t in range(x.shape[1]):
+            x[i, t], x[T - 1 - i, t] = x[T - 1 - i, t], x[i, t]
+
+
+@numba.njit(cache=True, fastmath=False)
+def _rows_one_later(x):
+    """Move every row of x one position later (row 0 becomes zeros), in place."""
+    for i in range(x.shape[0] - 1, 0, -1):
+        for t in range(x.shape[1]):
+            x[i, t] = x[i - 1, t]
+    if x.shape[0]:
+        x[0, :] = 0
+
+
+@numba.njit(cache=True, fastmath=False)
+def _attend_general(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
+                    general_limit, class_min_keys, out, sizes, gaps):
     """A head on neither fast path: by key classes if they are few, else query by query.
 
     Hard kinds with at least class_min_keys keys take
@@ -131,13 +153,13 @@ def _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale, ge
     """
     T = q.shape[0]
     if kind != SOFTMAX and T >= class_min_keys and scale != 0.0 and attend_if_classes(
-            q, k, v, key_mask, key_mask, causal, kind, atol, rtol, scale,
+            q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale,
             np.empty(T, dtype=np.int64), np.empty(MAX_CLASSES, dtype=np.int64), out, sizes, gaps):
         return OK
     if T > general_limit:
         return LONG_GENERAL
     for unit in range(unit_count(T)):
-        attend_unit(q, k, v, key_mask, key_mask, causal, kind, beta, atol, rtol, scale, unit,
+        attend_unit(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, unit,
                      out, sizes, gaps)
     return OK
 
@@ -165,19 +187,22 @@ def _attention_kernel(general_paths: bool):
     contents, and a captured kernel would miss the cache in every new process.
     """
 
-    def _attention(params, reals, known, row, x, y, start, work, scratch, kind, beta, atol, rtol,
-                   general_limit, class_min_keys):
+    def _attention(params, reals, known, head_masks, row, x, y, start, work, scratch, kind, beta,
+                   atol, rtol, general_limit, class_min_keys):
         """Multi-head attention of every position of x (T, d); write rows start .. T - 1 of y.
 
         Return the string's status: OVERFLOWED when a query, key or value is not finite or scores
         could overflow float64 (the checks of :func:`satsim.engine.attend.attention`), NEEDS_GENERAL
         when a head is on neither fast path and general_paths is off, LONG_GENERAL when it takes
         the per-query kernel and T > general_limit (nothing written in either case), else OK.
+        Each head's mask is reduced to the causal or bidirectional one as
+        :func:`satsim.engine.attend.reduce_mask` does it.
         """
-        proj_buf, q_buf, k_buf, v_buf, o_buf, stacked_buf, mask, tie_size, tie_gap = work
+        (proj_buf, q_buf, k_buf, v_buf, o_buf, stacked_buf, mask, later_mask, tie_size,
+         tie_gap) = work
         used, xt, acc, scores, heap_scores, heap_positions, line, total, error = scratch
         T, d = x.shape
-        heads, d_head, d_v, causal = row[ATTN_H], row[ATTN_DH], row[ATTN_DV], row[ATTN_CAUSAL] != 0
+        heads, d_head, d_v = row[ATTN_H], row[ATTN_DH], row[ATTN_DV]
         n_cols = row[ATTN_COLS]
         proj = proj_buf[: T * n_cols].reshape((T, n_cols))
         affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
@@ -193,7 +218,7 @@ def _attention_kernel(general_paths: bool):
         v = v_buf[: T * d_v].reshape((T, d_v))
         out = o_buf[: T * d_v].reshape((T, d_v))
         stacked = stacked_buf[: T * heads * d_v].reshape((T, heads * d_v))
-        key_mask = mask[:T]
+        real = mask[:T]
         sizes = tie_size[:T]
         gaps = tie_gap[:T]
         for h in range(heads):
@@ -209,23 +234,43 @@ def _attention_kernel(general_paths: bool):
                 for t in range(d_v):
                     v[i, t] = proj[i, v_col + t]
             out[:] = 0
+            head_mask = head_masks[row[ATTN_KNOWN] + h]
+            head_kind = kind
+            flipped = head_mask == FUTURE or head_mask == STRICT_FUTURE
+            if flipped:  # the future is the past of the reversed string
+                _reverse_rows(q)
+                _reverse_rows(k)
+                _reverse_rows(v)
+                if kind == UNIQUE_LEFT:
+                    head_kind = UNIQUE_RIGHT
+                elif kind == UNIQUE_RIGHT:
+                    head_kind = UNIQUE_LEFT
+            key_mask = real
+            if head_mask == STRICT_PAST or head_mask == STRICT_FUTURE:  # keys one later
+                _rows_one_later(k)
+                _rows_one_later(v)
+                key_mask = later_mask[:T]
+            causal = head_mask != BIDIRECTIONAL
             if path < 0:
-                path = item_path(q, k, key_mask, key_mask, causal, kind)
+                path = item_path(q, k, key_mask, real, causal, head_kind)
             # The paths of queries._attend_item, the same-query one with this kernel's scratch.
             if path == SAME_SCORES:
-                attend_same_scores(v, key_mask, key_mask, causal, kind, out, sizes, gaps)
+                attend_same_scores(v, key_mask, real, causal, head_kind, out, sizes, gaps)
             elif path == SAME_QUERIES:
-                attend_same_queries_into(q, k, v, key_mask, key_mask, causal, kind, beta, atol,
+                attend_same_queries_into(q, k, v, key_mask, real, causal, head_kind, beta, atol,
                                          rtol, scale, out, sizes, gaps, scores[:T],
                                          heap_scores[:T], heap_positions[:T], line[:T],
                                          total[:d_v], error[:d_v])
             elif general_paths:
-                state = _attend_general(q, k, v, key_mask, causal, kind, beta, atol, rtol, scale,
-                                        general_limit, class_min_keys, out, sizes, gaps)
+                state = _attend_general(q, k, v, key_mask, real, causal, head_kind, beta, atol,
+                                        rtol, scale, general_limit, class_min_keys, out, sizes,
+                                        gaps)
                 if state != OK:
                     return state
             else:
                 return NEEDS_GENERAL
+            if flipped:
+                _reverse_rows(out)
             if heads > 1:
                 for i in range(T):
                     for t in range(d_v):
@@ -264,8 +309,8 @@ def _forward_kernel(general_paths: bool):
     """Compile-time variant of the whole-model kernel: with or without the general paths."""
 
     def forward_strings(ids, starts, lengths, order, W_E, pos_table, pos_start, params, reals,
-                        program, known, dims, kind, beta, atol, rtol, general_limit, class_min_keys,
-                        out, status):
+                        program, known, head_masks, dims, kind, beta, atol, rtol, general_limit,
+                        class_min_keys, out, status):
         """Run the strings ``order`` (indices into starts/lengths) through the whole model.
 
         ``ids`` holds every string's token ids back to back, string s at starts[s] with lengths[s]
@@ -273,7 +318,8 @@ def _forward_kernel(general_paths: bool):
         empty table). Write the logits to ``out``: row s (last-position readout) or rows
         starts[s] .. starts[s] + lengths[s] - 1 (per position); set status[s] (see ``OK``) for a
         string left undone. Heads whose keys repeat take the class path from class_min_keys tokens
-        on. Serial; releases the GIL.
+        on. ``known`` and ``head_masks`` hold each head's path (-1: detect) and mask code
+        (:data:`satsim.model.masks.MASK_CODES`). Serial; releases the GIL.
         """
         attention = _attention_all_paths if general_paths else _attention_fast_paths
         d = dims[D_MODEL]
@@ -292,6 +338,7 @@ def _forward_kernel(general_paths: bool):
                 np.empty(longest * max(dims[MAX_DV], 1), dtype=W_E.dtype),
                 np.empty(longest * max(dims[MAX_STACK], 1), dtype=W_E.dtype),
                 np.ones(longest, dtype=np.bool_),
+                np.arange(longest) > 0,
                 np.zeros(longest, dtype=np.int64),
                 np.zeros(longest, dtype=np.float64))
         logits_buf = np.empty(longest * n_out, dtype=W_E.dtype)
@@ -340,9 +387,9 @@ def _forward_kernel(general_paths: bool):
                     source = h
                 if row[KIND] == ATTENTION:
                     attn_start = T - 1 if index == last_attention and read_last else 0
-                    state = attention(params, reals, known, row, source, y, attn_start, work,
-                                      scratch, kind, beta, atol, rtol, general_limit,
-                                      class_min_keys)
+                    state = attention(params, reals, known, head_masks, row, source, y,
+                                      attn_start, work, scratch, kind, beta, atol, rtol,
+                                      general_limit, class_min_keys)
                     if state != OK:
                         break
                     if index == last_attention and read_last:

@@ -19,23 +19,41 @@ import numba
 import numpy as np
 
 from satsim.engine.kernels.queries import score_pair, tie_threshold
+from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_PAST
+
+
+@numba.njit(cache=True)
+def key_bounds(mask, i, n):
+    """The keys query ``i`` of ``n`` may attend under mask code ``mask``: the range [lo, hi).
+
+    The compiled statement of :func:`satsim.model.masks.key_range`.
+    """
+    if mask == CAUSAL:
+        return 0, i + 1
+    if mask == STRICT_PAST:
+        return 0, i
+    if mask == FUTURE:
+        return i, n
+    if mask == BIDIRECTIONAL:
+        return 0, n
+    return i + 1, n  # strict future
 
 
 @numba.njit(cache=True, fastmath=False)
-def _query_spread(q_row, k, v, allowed, scale, atol, rtol, scores, limit):
+def _query_spread(q_row, k, v, lo, hi, scale, atol, rtol, scores, limit):
     """Largest |v_j - v_f| over the members j of one query's widened tie set (f: the first).
 
     Stops early once the spread exceeds ``limit``.
     """
     best = -np.inf
-    for j in range(allowed):
+    for j in range(lo, hi):
         scores[j] = score_pair(q_row, k[j], scale)
         if scores[j] > best:
             best = scores[j]
     threshold = tie_threshold(best, 2.0 * atol, 2.0 * rtol)
     first = -1
     spread = 0.0
-    for j in range(allowed):
+    for j in range(lo, hi):
         if scores[j] < threshold:
             continue
         if first < 0:
@@ -51,12 +69,13 @@ def _query_spread(q_row, k, v, allowed, scale, atol, rtol, scores, limit):
 
 
 @numba.njit(cache=True, fastmath=False)
-def tie_value_spread(q, k, v, lengths, tie_size, live, causal, scale, atol, rtol, relative):
+def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol, relative):
     """Per (string, head): the largest value difference inside one tie set, and the value scale.
 
     q, k (B, H, T, d), v (B, H, T, e); ``lengths`` (B,) real positions; ``tie_size`` (B, H, T)
     from the attention run (only queries tying two or more keys are looked at); ``live`` (H,)
-    heads to look at. Returns ``spread`` (B, H) and ``magnitude`` (B, H), the largest |v| of the
+    heads to look at; ``masks`` (H,) their mask codes (:data:`satsim.model.masks.MASK_CODES`).
+    Returns ``spread`` (B, H) and ``magnitude`` (B, H), the largest |v| of the
     string's real positions. A head's scan stops once spread > relative * magnitude.
     """
     batch, heads, length = q.shape[0], q.shape[1], q.shape[2]
@@ -77,8 +96,8 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, causal, scale, atol, rtol
             for i in range(n):
                 if tie_size[b, h, i] < 2:
                     continue
-                allowed = i + 1 if causal else n
-                found = _query_spread(q[b, h, i], k[b, h], v[b, h], allowed, scale, atol, rtol,
+                lo, hi = key_bounds(masks[h], i, n)
+                found = _query_spread(q[b, h, i], k[b, h], v[b, h], lo, hi, scale, atol, rtol,
                                       scores, limit)
                 if found > spread[b, h]:
                     spread[b, h] = found

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.model.masks import mask_of
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -65,7 +66,7 @@ def random_encoder(sizes: EncoderSizes, seed: int, *, norm: str, causal: bool) -
         W_Q, W_K, W_V = (linear(d, heads, d, d_head) for _ in range(3))
         b_Q, b_K, b_V = (linear(d, heads, d_head) for _ in range(3))
         attn = AttentionSpec(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=linear(d, heads, d_head, d),
-                             b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=linear(d, d), causal=causal)
+                             b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=linear(d, d), mask=mask_of(causal))
         mlp = FeedForwardSpec(W_in=linear(d, d, sizes.d_ff), b_in=linear(d, sizes.d_ff),
                               W_out=linear(sizes.d_ff, sizes.d_ff, d),
                               b_out=linear(sizes.d_ff, d))
@@ -80,7 +81,7 @@ def arranged(encoder: ModelSpec, seed: int, *, norm: str, causal: bool) -> Model
     """Seed ``seed``'s ``encoder`` with LayerNorm placement ``norm`` and mask ``causal``."""
     d = encoder.d_model
     ln_final = LayerNormSpec(w=np.ones(d), b=np.zeros(d)) if norm == "pre" else None
-    blocks = tuple(replace(block, attn=replace(block.attn, causal=causal))
+    blocks = tuple(replace(block, attn=replace(block.attn, mask=mask_of(causal)))
                    for block in encoder.blocks)
     return replace(encoder, blocks=blocks, norm=norm, ln_final=ln_final,
                    name=f"random {norm}-LN encoder, seed {seed}")

@@ -1,0 +1,49 @@
+"""RASP-family programs (C-RASP, B-RASP): their meaning, and compilers into saturated transformers.
+
+The compiled models are exact at every length up to a stated float64 bound
+(:attr:`satsim.model.spec.ModelSpec.max_tokens`), beyond which they refuse inputs.
+
+- :func:`read_program`, :func:`parse_program`: programs (``.crasp``, ``.brasp``), type-checked;
+- :func:`interpreter`: a program's meaning, string → accept;
+- :func:`compile_program`: a program → :class:`~satsim.model.spec.ModelSpec` that carries it;
+- :func:`verify`: a compiled model against a meaning, on every short and some long strings;
+- :func:`decide_language`, :func:`star_free_program`: the suite's regular languages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from satsim.errors import SatsimError
+from satsim.model.spec import ModelSpec
+from satsim.rasp import brasp, crasp
+from satsim.rasp.compile_brasp import compile_brasp
+from satsim.rasp.compile_crasp import compile_crasp
+from satsim.rasp.parse import ProgramError, parse_program, read_program
+from satsim.rasp.regular import decide_language, regular_names, star_free_program
+from satsim.rasp.syntax import Program
+from satsim.rasp.verify import Verification, verify
+
+__all__ = ["Program", "ProgramError", "Verification", "compile_program", "decide_language",
+           "interpreter", "parse_program", "program_of", "read_program", "regular_names",
+           "star_free_program", "verify"]
+
+
+def interpreter(program: Program) -> Callable[[str], bool]:
+    """The program's meaning: a function string → whether the program accepts it."""
+    module = crasp if program.language == "crasp" else brasp
+    return lambda string: module.accepts(program, string)
+
+
+def compile_program(program: Program, name: str | None = None) -> ModelSpec:
+    """The saturated transformer of a program; the model carries the program's text."""
+    compile_one = compile_crasp if program.language == "crasp" else compile_brasp
+    return compile_one(program, name or program.language)
+
+
+def program_of(spec: ModelSpec) -> Program:
+    """The program a compiled model carries (an error for a model that was not compiled)."""
+    if not spec.source:
+        raise SatsimError(f"model {spec.name!r} carries no program (it was not compiled by "
+                          "satsim compile)")
+    return parse_program(spec.source, spec.source_language, f"<program of {spec.name}>")

@@ -1,0 +1,121 @@
+"""Boolean vectors of a compiled program: formulas over symbols and bits, and where each is written.
+
+A formula is written into an embedding column or computed by one feed-forward.
+
+Both compilers build Boolean vectors as formulas (:mod:`satsim.rasp.logic`) whose variables are
+symbol atoms (``symbol:a``, and ``symbol:`` for BOS) and dimensions that hold exact bits (what
+sign and attention heads write, and earlier feed-forwards). A formula of symbols alone is a
+function of the token: a column of the embedding. Any other is a feed-forward over bits,
+its symbol-only parts read from embedding columns. Formulas are inlined into the ones that use
+them until they read more than :data:`INLINE_LIMIT` variables; then they get a dimension of
+their own. A formula whose cover would take more than
+:data:`satsim.rasp.logic.MAX_CUBES` neurons is computed from its parts, each written first
+(one more layer).
+"""
+
+from __future__ import annotations
+
+from satsim.constructions.parts import Neuron
+from satsim.rasp.circuit import BOS_DIM, Circuit
+from satsim.rasp.logic import (
+    FALSE,
+    ONE,
+    TRUE,
+    Formula,
+    conjoin,
+    cube_neuron,
+    cubes,
+    disjoin,
+    gate_neurons,
+    negate,
+    substitute,
+    var,
+    variables,
+)
+
+SYMBOL_ATOM = "symbol:"
+"""Formula variables naming a symbol ("symbol:a") or BOS ("symbol:"): functions of the token."""
+BOS_ATOM = var(SYMBOL_ATOM)
+"""The formula true at BOS only."""
+INLINE_LIMIT = 8
+"""Variables a formula may read before it is written into a dimension of its own."""
+
+
+def symbol_atom(symbol: str) -> Formula:
+    """The formula true where the symbol is ``symbol``."""
+    return var(SYMBOL_ATOM + symbol)
+
+
+def of_token(formula: Formula, symbol: str | None) -> float:
+    """A symbol-only formula's value at a token (None: BOS, where every symbol is false)."""
+    def atom(name: str) -> Formula:
+        read = name.removeprefix(SYMBOL_ATOM)
+        holds = read == "" if symbol is None else read == symbol
+        return TRUE if holds else FALSE
+    return 1.0 if substitute(formula, atom) == TRUE else 0.0
+
+
+def symbols_only(formula: Formula) -> bool:
+    """Whether the formula reads symbols alone (it is a function of the token)."""
+    return all(name.startswith(SYMBOL_ATOM) for name in variables(formula))
+
+
+class Bits:
+    """Where each Boolean formula of a program is written in a circuit."""
+
+    def __init__(self, circuit: Circuit) -> None:
+        self.circuit = circuit
+        self.dims: dict[Formula, str] = {}
+
+    def bit(self, formula: Formula, hint: str = "bit") -> str:
+        """A dimension that holds ``formula`` as an exact 0/1 bit at every position."""
+        if formula[0] == "var" and not formula[1].startswith(SYMBOL_ATOM):
+            return formula[1]
+        if formula == BOS_ATOM:
+            return BOS_DIM
+        if formula in self.dims:
+            return self.dims[formula]
+        if symbols_only(formula):
+            name = self.circuit.token_dim(hint, lambda symbol: of_token(formula, symbol))
+        else:
+            found = cubes(self.with_columns(formula))
+            name = self.circuit.fresh(hint)
+            if found is None:  # too large for one layer: its parts first, then a gate of them
+                parts = [self.bit(part, hint) for part in
+                         ((formula[1],) if formula[0] == "not" else formula[1])]
+                neurons = gate_neurons(formula[0], parts, name)
+            else:
+                neurons = [cube_neuron(cube, name) for cube in found]
+            self.circuit.feed_forward(neurons or [Neuron({ONE: 0.0}, {name: 0.0})], [name])
+        self.dims[formula] = name
+        return name
+
+    def with_columns(self, formula: Formula) -> Formula:
+        """The formula with each maximal symbol-only part read from an embedding column."""
+        if symbols_only(formula):
+            return var(self.bit(formula, "token_bit")) if variables(formula) else formula
+        if formula[0] == "var":
+            return formula
+        if formula[0] == "not":
+            return negate(self.with_columns(formula[1]))
+        parts = [self.with_columns(f) for f in formula[1]]
+        return conjoin(*parts) if formula[0] == "and" else disjoin(*parts)
+
+    def compact(self, formula: Formula, hint: str = "bit") -> Formula:
+        """The formula itself, or a read of its own dimension once it reads many variables."""
+        if symbols_only(formula) or len(variables(formula)) <= INLINE_LIMIT:
+            return formula
+        return var(self.bit(formula, hint))
+
+    def readout(self, accept: Formula, empty_accepts: bool) -> dict[str, float]:
+        """The logit 2·accept − 1, and at BOS (the empty string) the sign ``empty_accepts``.
+
+        At BOS the accept bit is some 0/1 value; adding ±2·BOS fixes the sign there.
+        """
+        form = {ONE: -1.0, BOS_DIM: 2.0 if empty_accepts else -2.0}
+        if accept in (TRUE, FALSE):
+            form[ONE] += 2.0 if accept == TRUE else 0.0
+        else:
+            name = self.bit(accept, "accept")
+            form[name] = form.get(name, 0.0) + 2.0
+        return form

@@ -1,0 +1,189 @@
+"""Compile a B-RASP program into a saturated transformer, exact at every length up to a bound.
+
+The model reads BOS·w; input position i is token position i (BOS is 0, and features count
+tokens from 1, so ``i`` is i + 1 and ``n`` is the token count T = n + 1). Boolean vectors are
+exact bits (:mod:`satsim.rasp.bits`). An attention ``leftmost(MASK, SCORE, VALUE, default=D)``:
+
+- SCORE reads vectors at i and at j. For each assignment α of its reads at i, SCORE becomes a
+  key-side formula S_α(j), and one head handles the queries whose reads at i are α. Its key bit
+  c = S_α(j) ∧ ¬BOS marks the qualifying keys. Its mask is the model mask ``strict-past``
+  (``j < i``), ``strict-future`` (``j > i``) or ``bidirectional`` (``True``); BOS, where it is
+  allowed, never qualifies.
+- Its score is T·c − pos (leftmost) or T·c + pos (rightmost), with ``pos`` the key's position
+  feature: an integer, so qualifying keys (score ≥ 0, resp. > T) beat the others (< 0, resp.
+  ≤ T), and among them the leftmost (rightmost) is the unique top score. The query is the
+  constant (T, 1): every query is the same row, a fast path of the engine.
+- The head copies the chosen key's c (``found``: 0 when nothing qualifies, or when no key is
+  allowed and the head writes the zero vector) and VALUE's key-side bits, one per assignment
+  β of VALUE's reads at i. A feed-forward then picks, by the query's own reads: VALUE where
+  found, the default D(i) where not.
+
+Heads with the same mask, direction and key bit are one head. The readout is 2·accept − 1 at
+the last position, with the empty string's answer at BOS added as ±2·BOS.
+
+Exactness: scores are integers below 2T, exact in float64, and a gap of 1 stays outside the
+tie tolerance while atol + rtol·2T < 1: the model's ``max_tokens`` is the largest such T
+(about 5·10⁸ at the default float64 tolerances); longer inputs are refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+
+from satsim.constructions.parts import Head
+from satsim.errors import SatsimError
+from satsim.model.settings import default_tolerance
+from satsim.model.spec import ModelSpec
+from satsim.rasp import brasp
+from satsim.rasp.bits import BOS_ATOM, Bits, symbol_atom
+from satsim.rasp.circuit import Circuit
+from satsim.rasp.logic import (
+    FALSE,
+    ONE,
+    TRUE,
+    Formula,
+    conjoin,
+    disjoin,
+    negate,
+    restrict,
+    substitute,
+    var,
+    variables,
+)
+from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Or, Program, Symbol
+
+MODEL_MASKS = {"past": "strict-past", "future": "strict-future", "all": "bidirectional"}
+"""The model mask (:mod:`satsim.model.masks`) of each B-RASP mask."""
+
+
+class _Compiler:
+    """One pass over a B-RASP program's definitions, building its circuit."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.circuit = Circuit(program.alphabet)
+        self.bits = Bits(self.circuit)
+        self.booleans: dict[str, Formula] = {}
+
+    def boolean(self, node: Node) -> Formula:
+        """The formula of a Boolean vector over symbol atoms and exact bit dimensions."""
+        if isinstance(node, Symbol):
+            return symbol_atom(node.symbol)
+        if isinstance(node, Constant):
+            return TRUE if node.value else FALSE
+        if isinstance(node, Name):
+            return self.booleans[node.name]
+        if isinstance(node, Not):
+            return negate(self.boolean(node.arg))
+        if isinstance(node, And):
+            return conjoin(*(self.boolean(arg) for arg in node.args))
+        if isinstance(node, Or):
+            return disjoin(*(self.boolean(arg) for arg in node.args))
+        if isinstance(node, Attend):
+            return self.bits.compact(self.attend(node), "attend")
+        raise TypeError(f"not a B-RASP node: {node!r}")
+
+    def pair(self, node: Node) -> Formula:
+        """A SCORE/VALUE/default formula over placeholders ``i:KEY`` and ``j:KEY``."""
+        if isinstance(node, At):
+            return var(f"{node.index}:{_key(node.vector)}")
+        if isinstance(node, Constant):
+            return TRUE if node.value else FALSE
+        if isinstance(node, Not):
+            return negate(self.pair(node.arg))
+        parts = [self.pair(arg) for arg in node.args]
+        return conjoin(*parts) if isinstance(node, And) else disjoin(*parts)
+
+    def vector_of(self, placeholder: str) -> Formula:
+        """The formula of the vector a placeholder reads (``i:a`` → the vector ``a``)."""
+        key = placeholder.split(":", 1)[1]
+        if key.startswith('Q("'):
+            return symbol_atom(key[3:-2])
+        return self.booleans[key]
+
+    def at_side(self, formula: Formula, side: str) -> Formula:
+        """The formula with one side's placeholders replaced by their vectors."""
+        return substitute(formula, lambda p: self.vector_of(p) if p.startswith(side) else var(p))
+
+    def attend(self, node: Attend) -> Formula:
+        """The attention's vector: a formula over the heads' outputs and the query's bits."""
+        score, value = self.pair(node.score), self.pair(node.value)
+        default = self.at_side(self.pair(node.default), "i:")
+        score_reads = sorted(p for p in variables(score) if p.startswith("i:"))
+        value_reads = sorted(p for p in variables(value) if p.startswith("i:"))
+        cases = []
+        for alpha in itertools.product((True, False), repeat=len(score_reads)):
+            keys = score
+            for placeholder, bit in zip(score_reads, alpha):
+                keys = restrict(keys, placeholder, bit)
+            query_is = conjoin(*(self.vector_of(p) if bit else negate(self.vector_of(p))
+                                 for p, bit in zip(score_reads, alpha)))
+            qualifying = conjoin(self.at_side(keys, "j:"), negate(BOS_ATOM))
+            if qualifying == FALSE:
+                cases.append(conjoin(query_is, default))
+                continue
+            found, values = self.head(node, qualifying, value, value_reads)
+            picked = disjoin(*(conjoin(query_is_value, chosen)
+                               for query_is_value, chosen in values))
+            cases.append(conjoin(query_is, disjoin(conjoin(found, picked),
+                                                   conjoin(negate(found), default))))
+        return disjoin(*cases)
+
+    def head(self, node: Attend, qualifying: Formula, value: Formula,
+             value_reads: list[str]) -> tuple[Formula, list[tuple[Formula, Formula]]]:
+        """One head: its ``found`` bit and, per assignment of VALUE's reads at i, the value."""
+        key_bit = self.bits.bit(qualifying, "qualifies")
+        sign = -1.0 if node.side == "leftmost" else 1.0
+        query = {(self.circuit.feature_dim("n"), 0): 1.0, (ONE, 1): 1.0}
+        key = {(key_bit, 0): 1.0, (self.circuit.feature_dim("i"), 1): sign}
+        copies: dict[str, str] = {key_bit: "found"}
+        values = []
+        for beta in itertools.product((True, False), repeat=len(value_reads)):
+            chosen = value
+            for placeholder, bit in zip(value_reads, beta):
+                chosen = restrict(chosen, placeholder, bit)
+            chosen = self.at_side(chosen, "j:")
+            query_is = conjoin(*(self.vector_of(p) if bit else negate(self.vector_of(p))
+                                 for p, bit in zip(value_reads, beta)))
+            if chosen not in (TRUE, FALSE):
+                source = self.bits.bit(chosen, "value")
+                copies.setdefault(source, "copied")
+                chosen = var(source)  # the copy of the source, once the head is placed
+            values.append((query_is, chosen))
+        fresh = {source: self.circuit.fresh(hint) for source, hint in copies.items()}
+        placed = self.circuit.attention(Head(query, key, fresh, mask=MODEL_MASKS[node.mask]))
+        copied = [(query_is, substitute(chosen, lambda s: var(placed[s])))
+                  for query_is, chosen in values]
+        return var(placed[key_bit]), copied
+
+    def compile(self, name: str) -> ModelSpec:
+        """The whole program as a model."""
+        for definition in self.program.needed():
+            self.circuit.context = definition.name
+            self.booleans[definition.name] = self.bits.compact(
+                self.boolean(definition.expr), definition.name)
+        self.circuit.context = "accept"
+        readout = self.bits.readout(self.booleans["accept"], brasp.accepts(self.program, ""))
+        spec = self.circuit.build(name, readout, description="compiled from a B-RASP program")
+        return replace(spec, source=self.program.text, source_language="brasp",
+                       max_tokens=_max_tokens())
+
+
+def _max_tokens() -> int:
+    """The most tokens T for which an integer score gap of 1 beats the tie tolerance at 2T."""
+    atol, rtol = default_tolerance(float)
+    return math.ceil((1 - atol) / (2 * rtol)) - 1
+
+
+def compile_brasp(program: Program, name: str = "brasp") -> ModelSpec:
+    """The saturated transformer of a B-RASP program (see the module's docstring)."""
+    if program.language != "brasp":
+        raise SatsimError(f"compile_brasp needs a B-RASP program, got {program.language}")
+    return _Compiler(program).compile(name)
+
+
+def _key(vector: Node) -> str:
+    """A read's vector as a placeholder key: its name, or Q("a")."""
+    return vector.name if isinstance(vector, Name) else f'Q("{vector.symbol}")'

@@ -1,0 +1,274 @@
+"""Compile a C-RASP program into a saturated transformer, exact at every length up to a bound.
+
+The bound is float64's, stated in the model as :attr:`ModelSpec.max_tokens`.
+
+The model reads BOS·w; position i (BOS is 0) stands for the prefix w₁…wᵢ, and BOS for the empty
+prefix. Every count C is carried *scaled*, as C/(i + 1):
+
+- ``count(P)``: a uniform causal head (zero query, so every key ties) averages the bit
+  P ∧ ¬BOS over positions 0..i and writes count(P)/(i + 1); averaging the BOS bit gives
+  u = 1/(i + 1), the scaled constant 1. Heads meeting in one block share one head.
+- ``C1 + C2``, ``k * C`` and integer constants are linear forms over those dimensions;
+  ``where(P, C1, C2)`` is four ReLUs, relu(±C − K(1 − P)) for C1 and relu(±C − K·P) for C2,
+  with K above every |C|/(i + 1) (a compile-time bound: |C| ≤ a·i + b).
+- A comparison of counts is the sign of an integer L = C1 − C2 (``L >= 0`` is L + ½ > 0, ``L > 0``
+  is L − ½ > 0, ``==`` both of L + ½ > 0 and −L + ½ > 0); y = (L ± ½)/(i + 1) is never 0 and is at
+  least 1/(2(i + 1)) away from it. A *sign head* turns it into an exact bit: its query is y,
+  its keys 2·BOS − 1, its value the BOS bit. If y > 0, BOS alone has the top score and the head
+  writes 1; if y < 0, the other positions tie exactly (their keys are equal) and it writes 0.
+- Boolean operations are one feed-forward each (:mod:`satsim.rasp.logic`, exact on bits); a
+  formula of symbols alone is a column of the embedding.
+
+The readout is 2·accept − 1 at the last position. BOS stands for the empty string, where the
+program's value is a constant of the compiler, added as ±2·BOS.
+
+Exactness: bits are exact; scaled counts carry rounding errors bounded from the coefficients,
+and a sign is right while that error is below 1/(2(i + 1)). The tie test must also separate
+BOS from the others: 2|y| > atol + rtol·|y| at the default float64 tolerances. The smaller of
+the two bounds on i is the model's ``max_tokens``; longer inputs are refused, never answered.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from satsim.constructions.parts import Head, Neuron
+from satsim.errors import SatsimError
+from satsim.model.settings import default_tolerance
+from satsim.model.spec import ModelSpec
+from satsim.rasp import crasp
+from satsim.rasp.bits import BOS_ATOM, Bits, symbol_atom
+from satsim.rasp.circuit import BOS_DIM, Circuit
+from satsim.rasp.logic import FALSE, ONE, TRUE, Formula, conjoin, disjoin, negate, var
+from satsim.rasp.syntax import (
+    Add,
+    And,
+    Compare,
+    Constant,
+    CountOf,
+    Integer,
+    Name,
+    Node,
+    Not,
+    Or,
+    Program,
+    Scale,
+    Symbol,
+    Where,
+)
+
+UNIT = 2.0**-53
+"""The unit roundoff of float64."""
+
+
+def gamma(n: int) -> float:
+    """The relative error bound of an n-term float64 sum (Higham's γ_n)."""
+    return n * UNIT / (1 - n * UNIT)
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A count carried as C/(i + 1): a linear form over residual dimensions.
+
+    Each dimension's :class:`Quality` bounds its value and its rounding error.
+    """
+
+    terms: tuple[tuple[str, int], ...]  # (dimension, integer coefficient; ½ for a sign's offset)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """A dimension's bound on |value| and on its rounding error."""
+
+    bound: float
+    error: float
+
+
+class _Compiler:
+    """One pass over a C-RASP program's definitions, building its circuit."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.circuit = Circuit(program.alphabet)
+        self.bits = Bits(self.circuit)
+        self.quality: dict[str, Quality] = {}
+        self.booleans: dict[str, Formula] = {}
+        self.counts: dict[str, Scaled] = {}
+        self.count_dims: dict[Formula, str] = {}
+        self.sign_dims: dict[tuple, str] = {}
+        self.sign_errors: list[float] = []
+        self.unit_dim: str | None = None
+
+    # ---- Boolean vectors --------------------------------------------------------------
+
+    def boolean(self, node: Node) -> Formula:
+        """The formula of a Boolean vector over symbol atoms and exact bit dimensions."""
+        if isinstance(node, Symbol):
+            return symbol_atom(node.symbol)
+        if isinstance(node, Constant):
+            return TRUE if node.value else FALSE
+        if isinstance(node, Name):
+            return self.booleans[node.name]
+        if isinstance(node, Not):
+            return negate(self.boolean(node.arg))
+        if isinstance(node, And):
+            return conjoin(*(self.boolean(arg) for arg in node.args))
+        if isinstance(node, Or):
+            return disjoin(*(self.boolean(arg) for arg in node.args))
+        if isinstance(node, Compare):
+            return self.comparison(node)
+        raise TypeError(f"not a Boolean C-RASP node: {node!r}")
+
+    # ---- counts -----------------------------------------------------------------------
+
+    def unit(self) -> str:
+        """The dimension u = 1/(i + 1): the mean of the BOS bit over positions 0..i."""
+        if self.unit_dim is None:
+            context, self.circuit.context = self.circuit.context, ""  # shared by every count
+            copies = self.circuit.attention(Head({}, {}, {BOS_DIM: self.circuit.fresh("unit")}))
+            self.circuit.context = context
+            self.unit_dim = copies[BOS_DIM]
+            self.quality[self.unit_dim] = Quality(1.0, 2 * UNIT)
+        return self.unit_dim
+
+    def scaled(self, node: Node) -> Scaled:
+        """A count vector as a linear form over scaled dimensions."""
+        if isinstance(node, Integer):
+            return Scaled(((self.unit(), node.value),)) if node.value else Scaled(())
+        if isinstance(node, Name):
+            return self.counts[node.name]
+        if isinstance(node, CountOf):
+            return Scaled(((self.count_dim(self.boolean(node.arg)), 1),))
+        if isinstance(node, Add):
+            return _combine(self.scaled(node.left), self.scaled(node.right))
+        if isinstance(node, Scale):
+            return _combine(self.scaled(node.arg), factor=node.factor)
+        if isinstance(node, Where):
+            return self.where(node)
+        raise TypeError(f"not a count C-RASP node: {node!r}")
+
+    def count_dim(self, holds: Formula) -> str:
+        """count(P)/(i + 1): the causal mean of the bit P ∧ ¬BOS."""
+        counted = conjoin(holds, negate(BOS_ATOM))
+        if counted not in self.count_dims:
+            source = self.bits.bit(counted, "counted")
+            self.unit()  # the counting head also writes u
+            name = self.circuit.attention(Head({}, {}, {source: self.circuit.fresh("count")}))[
+                source]
+            self.quality[name] = Quality(1.0, 2 * UNIT)
+            self.count_dims[counted] = name
+        return self.count_dims[counted]
+
+    def form_quality(self, form: Scaled) -> Quality:
+        """Bounds of a linear form computed as one float64 dot product."""
+        size = sum(abs(c) * self.quality[d].bound for d, c in form.terms)
+        carried = sum(abs(c) * self.quality[d].error for d, c in form.terms)
+        return Quality(size, carried + gamma(len(form.terms) + 1) * size)
+
+    def where(self, node: Where) -> Scaled:
+        """The count ``where(P, C1, C2)``: four ReLUs written into one new dimension."""
+        condition = self.bits.bit(self.boolean(node.condition), "condition")
+        then, otherwise = self.scaled(node.then), self.scaled(node.otherwise)
+        q1, q2 = self.form_quality(then), self.form_quality(otherwise)
+        big = math.floor(max(q1.bound, q2.bound)) + 1.0  # K > every |C|/(i + 1)
+        name = self.circuit.fresh("where")
+        neurons = []
+        for form, gate in ((then, -1.0), (otherwise, 1.0)):  # gate: C1 needs P, C2 needs ¬P
+            for sign in (1.0, -1.0):
+                reads = {d: sign * c for d, c in form.terms}
+                if gate < 0:  # relu(±C1 − K + K·P)
+                    reads[condition] = reads.get(condition, 0.0) + big
+                    reads[ONE] = reads.get(ONE, 0.0) - big
+                else:  # relu(±C2 − K·P)
+                    reads[condition] = reads.get(condition, 0.0) - big
+                neurons.append(Neuron(reads, {name: sign}))
+        self.circuit.feed_forward(neurons, [name])
+        terms = max(len(then.terms), len(otherwise.terms)) + 3
+        error = q1.error + q2.error + 2 * gamma(terms + 4) * (q1.bound + q2.bound + 4 * big)
+        self.quality[name] = Quality(max(q1.bound, q2.bound), error)
+        return Scaled(((name, 1),))
+
+    # ---- comparisons ------------------------------------------------------------------
+
+    def comparison(self, node: Compare) -> Formula:
+        """A comparison of counts as a formula over sign bits [(±L ± ½)/(i + 1) > 0]."""
+        difference = _combine(self.scaled(node.left), self.scaled(node.right), factor2=-1)
+
+        def at_least() -> Formula:  # L >= 0
+            return self.sign(difference, 0.5)
+
+        def at_most() -> Formula:  # L <= 0
+            return self.sign(_combine(difference, factor=-1), 0.5)
+
+        formulas = {">=": at_least, "<=": at_most, ">": lambda: negate(at_most()),
+                    "<": lambda: negate(at_least()),
+                    "==": lambda: conjoin(at_least(), at_most()),
+                    "!=": lambda: negate(conjoin(at_least(), at_most()))}
+        return formulas[node.op]()
+
+    def sign(self, form: Scaled, half: float) -> Formula:
+        """The bit [(L + half)/(i + 1) > 0] from a sign head; L is ``form``, an integer."""
+        terms = dict(form.terms)
+        terms[self.unit()] = terms.get(self.unit(), 0) + half
+        key = tuple(sorted((d, c) for d, c in terms.items() if c))
+        if not key:  # never reached: half ≠ 0
+            return TRUE
+        if key not in self.sign_dims:
+            query = {d: float(c) for d, c in key}
+            head = Head(query, {BOS_DIM: 2.0, ONE: -1.0}, {BOS_DIM: self.circuit.fresh("sign")})
+            name = self.circuit.attention(head)[BOS_DIM]
+            quality = self.form_quality(Scaled(key))
+            self.sign_errors.append(quality.error)
+            self.quality[name] = Quality(1.0, 0.0)
+            self.sign_dims[key] = name
+        return var(self.sign_dims[key])
+
+    # ---- the program ------------------------------------------------------------------
+
+    def compile(self, name: str) -> ModelSpec:
+        """The whole program as a model."""
+        for definition in self.program.needed():
+            self.circuit.context = definition.name
+            if definition.kind == "bool":
+                self.booleans[definition.name] = self.bits.compact(
+                    self.boolean(definition.expr), definition.name)
+            else:
+                self.counts[definition.name] = self.scaled(definition.expr)
+        self.circuit.context = "accept"
+        readout = self.bits.readout(self.booleans["accept"], crasp.accepts(self.program, ""))
+        spec = self.circuit.build(name, readout, description="compiled from a C-RASP program")
+        return replace(spec, source=self.program.text, source_language="crasp",
+                       max_tokens=self.max_tokens())
+
+    def max_tokens(self) -> int:
+        """The longest input (tokens, BOS included) on which every sign is right."""
+        atol, rtol = default_tolerance(float)
+        # With T tokens, |y| ≥ 1/(2T) exactly; rounding moves it by at most ``worst``, kept
+        # below half of that, so the computed |y| ≥ 1/(4T), and the tie test needs
+        # 2|y| > atol + rtol·|y|.
+        limit = math.ceil((2 - rtol) / (4 * atol)) - 1
+        worst = max(self.sign_errors, default=0.0)
+        if worst > 0:
+            limit = min(limit, math.floor(1 / (4 * worst)))
+        if limit < 2:
+            raise SatsimError("the program's counts are too large to compile exactly: its "
+                              "comparisons lose their sign in float64")
+        return min(limit, 2**53)
+
+
+def compile_crasp(program: Program, name: str = "crasp") -> ModelSpec:
+    """The saturated transformer of a C-RASP program (see the module's docstring)."""
+    if program.language != "crasp":
+        raise SatsimError(f"compile_crasp needs a C-RASP program, got {program.language}")
+    return _Compiler(program).compile(name)
+
+
+def _combine(first: Scaled, second: Scaled | None = None, factor: int = 1,
+             factor2: int = 1) -> Scaled:
+    """factor·first + factor2·second, as one linear form (zero terms dropped)."""
+    terms: dict[str, int] = {}
+    for form, k in ((first, factor), (second, factor2)):
+        for d, c in (form.terms if form is not None else ()):
+            terms[d] = terms.get(d, 0) + k * c
+    return Scaled(tuple((d, c) for d, c in terms.items() if c))

@@ -1,0 +1,37 @@
+"""The suite's regular languages: star-freeness, and a B-RASP program for each star-free one."""
+
+from __future__ import annotations
+
+import languages
+from languages import RegularLanguage
+from satsim.errors import SatsimError
+from satsim.rasp.automata import Decision, decide, language_dfa
+from satsim.rasp.holonomy import brasp_text, cascade
+
+
+def regular_names() -> list[str]:
+    """The registered regular languages: those given by a DFA, and the depth-bounded Dyck ones."""
+    return [name for name in languages.names()
+            if isinstance(languages.get(name), RegularLanguage)
+            or isinstance(getattr(languages.get(name), "max_depth", None), int)]
+
+
+def decide_language(name: str) -> Decision:
+    """Whether the regular language ``name`` is star-free (its minimal DFA's monoid)."""
+    return decide(language_dfa(languages.get(name)))
+
+
+def star_free_program(name: str) -> str:
+    """A B-RASP program for the star-free language ``name`` (refused, with the witness, if not).
+
+    The program is the holonomy cascade of the minimal DFA (:mod:`satsim.rasp.holonomy`).
+    """
+    language = languages.get(name)
+    dfa = language_dfa(language)
+    verdict = decide(dfa)
+    if not verdict.star_free:
+        raise SatsimError(f"{name} is not star-free, so no B-RASP program (no masked "
+                          f"hard-attention transformer) recognises it: the word "
+                          f"{verdict.witness!r} acts on its minimal DFA as x with x^k ≠ x^(k+1) "
+                          f"for every k (its powers cycle with period {verdict.period})")
+    return brasp_text(cascade(dfa), f"{name}: {language.description}")
