@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import NonEmptyPath, OutputPath, count
 
 
 def model_summary(spec) -> dict:
@@ -28,7 +28,7 @@ def summary_line(info: dict) -> str:
 
 @click.command("compile")
 @click.argument("program_path", metavar="FILE", required=False,
-                type=click.Path(dir_okay=False))
+                type=NonEmptyPath(dir_okay=False))
 @click.option("--lang", "lang_name", default=None,
               help="Instead of FILE: a star-free regular language of the suite, compiled "
                    "through a B-RASP program (its minimal DFA's holonomy cascade).")

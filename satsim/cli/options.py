@@ -67,6 +67,13 @@ def count(minimum: int = 0) -> click.IntRange:
     return Count(min=minimum, max=MAX_COUNT)
 
 
+def option_name(param: click.Parameter | None, default: str) -> str:
+    """The name an error gives an option: its long form (``--out`` for ``-o/--out``)."""
+    if param is None or not param.opts:
+        return default
+    return next((opt for opt in param.opts if opt.startswith("--")), param.opts[0])
+
+
 class NonEmptyPath(click.Path):
     """click's Path, refusing an empty one by name (Path("") would be the current folder)."""
 
@@ -114,7 +121,7 @@ class OutputPath(NonEmptyPath):
         """Check the path now; a bad one is a one-line SatsimError."""
         from satsim.output import check_output_file, check_output_folder
 
-        option = param.opts[0] if param is not None and param.opts else "output"
+        option = option_name(param, "output")
         check = check_output_folder if self.folder else check_output_file
         return str(check(self.given(value, param, ctx), option))
 
@@ -130,7 +137,7 @@ class PlotPath(OutputPath):
         formats = FigureCanvasBase.get_supported_filetypes()
         suffix = path.rpartition(".")[2].lower() if "." in path.rpartition("/")[2] else ""
         if suffix and suffix not in formats:
-            option = param.opts[0] if param is not None and param.opts else "plot"
+            option = option_name(param, "plot")
             raise SatsimError(f"{option}: matplotlib cannot write .{suffix} files; end the "
                               f"name with {', '.join('.' + f for f in sorted(formats))}")
         return path

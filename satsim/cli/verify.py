@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from satsim.cli.options import count
+from satsim.cli.options import NonEmptyPath, count
 
 
 @click.command("verify")
-@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.argument("path", metavar="FILE", type=NonEmptyPath(dir_okay=False))
 @click.option("--lang", "lang_name", default=None,
               help="Also check against this language's oracle, adding its long samples "
                    "(positives and hard negatives) to the random strings.")
