@@ -32,6 +32,7 @@ from satsim.rasp.logic import (
     var,
     variables,
 )
+from satsim.rasp.syntax import And, Constant, Name, Node, Not, Or, Program, Symbol
 
 SYMBOL_ATOM = "symbol:"
 """Formula variables naming a symbol ("symbol:a") or BOS ("symbol:"): functions of the token."""
@@ -119,3 +120,33 @@ class Bits:
             name = self.bit(accept, "accept")
             form[name] = form.get(name, 0.0) + 2.0
         return form
+
+
+class ProgramCompiler:
+    """What both compilers share: the circuit, its bits, and the formulas of Boolean vectors."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.circuit = Circuit(program.alphabet)
+        self.bits = Bits(self.circuit)
+        self.booleans: dict[str, Formula] = {}
+
+    def boolean(self, node: Node) -> Formula:
+        """The formula of a Boolean vector over symbol atoms and exact bit dimensions."""
+        if isinstance(node, Symbol):
+            return symbol_atom(node.symbol)
+        if isinstance(node, Constant):
+            return TRUE if node.value else FALSE
+        if isinstance(node, Name):
+            return self.booleans[node.name]
+        if isinstance(node, Not):
+            return negate(self.boolean(node.arg))
+        if isinstance(node, And):
+            return conjoin(*(self.boolean(arg) for arg in node.args))
+        if isinstance(node, Or):
+            return disjoin(*(self.boolean(arg) for arg in node.args))
+        return self.language_boolean(node)
+
+    def language_boolean(self, node: Node) -> Formula:
+        """The formula of a Boolean node only one of the languages has."""
+        raise TypeError(f"not a Boolean node of this language: {node!r}")

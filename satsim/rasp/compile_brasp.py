@@ -37,8 +37,7 @@ from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.rasp import brasp
-from satsim.rasp.bits import BOS_ATOM, Bits, symbol_atom
-from satsim.rasp.circuit import Circuit
+from satsim.rasp.bits import BOS_ATOM, ProgramCompiler, symbol_atom
 from satsim.rasp.logic import (
     FALSE,
     ONE,
@@ -52,35 +51,17 @@ from satsim.rasp.logic import (
     var,
     variables,
 )
-from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Or, Program, Symbol
+from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Program
 
 MODEL_MASKS = {"past": "strict-past", "future": "strict-future", "all": "bidirectional"}
 """The model mask (:mod:`satsim.model.masks`) of each B-RASP mask."""
 
 
-class _Compiler:
+class _Compiler(ProgramCompiler):
     """One pass over a B-RASP program's definitions, building its circuit."""
 
-    def __init__(self, program: Program) -> None:
-        self.program = program
-        self.circuit = Circuit(program.alphabet)
-        self.bits = Bits(self.circuit)
-        self.booleans: dict[str, Formula] = {}
-
-    def boolean(self, node: Node) -> Formula:
-        """The formula of a Boolean vector over symbol atoms and exact bit dimensions."""
-        if isinstance(node, Symbol):
-            return symbol_atom(node.symbol)
-        if isinstance(node, Constant):
-            return TRUE if node.value else FALSE
-        if isinstance(node, Name):
-            return self.booleans[node.name]
-        if isinstance(node, Not):
-            return negate(self.boolean(node.arg))
-        if isinstance(node, And):
-            return conjoin(*(self.boolean(arg) for arg in node.args))
-        if isinstance(node, Or):
-            return disjoin(*(self.boolean(arg) for arg in node.args))
+    def language_boolean(self, node: Node) -> Formula:
+        """An attention's result, written into a dimension of its own."""
         if isinstance(node, Attend):
             return self.bits.compact(self.attend(node), "attend")
         raise TypeError(f"not a B-RASP node: {node!r}")

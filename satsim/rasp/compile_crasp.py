@@ -38,23 +38,18 @@ from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.rasp import crasp
-from satsim.rasp.bits import BOS_ATOM, Bits, symbol_atom
-from satsim.rasp.circuit import BOS_DIM, Circuit
-from satsim.rasp.logic import FALSE, ONE, TRUE, Formula, conjoin, disjoin, negate, var
+from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
+from satsim.rasp.circuit import BOS_DIM
+from satsim.rasp.logic import ONE, TRUE, Formula, conjoin, negate, var
 from satsim.rasp.syntax import (
     Add,
-    And,
     Compare,
-    Constant,
     CountOf,
     Integer,
     Name,
     Node,
-    Not,
-    Or,
     Program,
     Scale,
-    Symbol,
     Where,
 )
 
@@ -85,15 +80,12 @@ class Quality:
     error: float
 
 
-class _Compiler:
+class _Compiler(ProgramCompiler):
     """One pass over a C-RASP program's definitions, building its circuit."""
 
     def __init__(self, program: Program) -> None:
-        self.program = program
-        self.circuit = Circuit(program.alphabet)
-        self.bits = Bits(self.circuit)
+        super().__init__(program)
         self.quality: dict[str, Quality] = {}
-        self.booleans: dict[str, Formula] = {}
         self.counts: dict[str, Scaled] = {}
         self.count_dims: dict[Formula, str] = {}
         self.sign_dims: dict[tuple, str] = {}
@@ -102,20 +94,8 @@ class _Compiler:
 
     # ---- Boolean vectors --------------------------------------------------------------
 
-    def boolean(self, node: Node) -> Formula:
-        """The formula of a Boolean vector over symbol atoms and exact bit dimensions."""
-        if isinstance(node, Symbol):
-            return symbol_atom(node.symbol)
-        if isinstance(node, Constant):
-            return TRUE if node.value else FALSE
-        if isinstance(node, Name):
-            return self.booleans[node.name]
-        if isinstance(node, Not):
-            return negate(self.boolean(node.arg))
-        if isinstance(node, And):
-            return conjoin(*(self.boolean(arg) for arg in node.args))
-        if isinstance(node, Or):
-            return disjoin(*(self.boolean(arg) for arg in node.args))
+    def language_boolean(self, node: Node) -> Formula:
+        """A comparison of counts, through its sign heads."""
         if isinstance(node, Compare):
             return self.comparison(node)
         raise TypeError(f"not a Boolean C-RASP node: {node!r}")
