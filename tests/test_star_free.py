@@ -2,9 +2,12 @@
 automatic B-RASP compilation of every star-free one, checked against its oracle."""
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import languages
 from satsim.errors import SatsimError
@@ -14,7 +17,7 @@ from satsim.rasp.automata import language_dfa, minimal_dfa
 
 SMALL = 100
 """Languages whose minimal DFA has more states are decided in docs/rasp.md, not here (dyck-3-5's
-365 states take over a minute; dyck-2-10's 2,048 are refused as too large)."""
+365 states take over a minute, dyck-2-10's 2,048 far longer)."""
 REGULAR = [name for name in regular_names() if language_dfa(languages.get(name)).states <= SMALL]
 COMPILED_HERE = 20
 """Star-free languages with larger minimal DFAs (dyck-3-3, dyck-2-5) compile into models of
@@ -106,12 +109,62 @@ def test_every_star_free_language_compiles_and_is_right(name):
 def test_a_monoid_too_large_to_enumerate_is_refused_in_one_line():
     from satsim.rasp.automata import decide
 
-    big = language_dfa(languages.get("dyck-2-10"))
-    assert big.states == 2048
-    with pytest.raises(SatsimError, match="2048-state minimal DFA has more than .* too large"):
-        decide(big)
+    big = language_dfa(languages.get("dyck-2-5"))
+    assert big.states == 64
+    with pytest.raises(SatsimError, match="64-state minimal DFA has more than 1,000 .* too large"):
+        decide(big, limit=1_000)
 
 
 def test_a_language_that_is_not_star_free_is_refused_with_its_witness():
     with pytest.raises(Exception, match="parity-even is not star-free.*'1'.*period 2"):
         program_text("parity-even")
+
+
+def brute_monoid(dfa):
+    """Every transformation of the states by a word, as tuples, with its shortest word's length."""
+    identity = tuple(range(dfa.states))
+    found, frontier = {identity: 0}, [identity]
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for a in range(len(dfa.alphabet)):
+                y = tuple(dfa.delta[q][a] for q in x)
+                if y not in found:
+                    found[y] = found[x] + 1
+                    nxt.append(y)
+        frontier = nxt
+    return found
+
+
+def cycles(x):
+    """Whether the powers of the transformation x cycle: x^k ≠ x^(k+1) for every k ≤ |x|."""
+    power = x
+    for _ in range(len(x) + 1):
+        power = tuple(x[q] for q in power)
+    return tuple(x[q] for q in power) != power
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(1, 7), st.integers(1, 3), st.data())
+def test_the_monoid_and_the_decision_match_a_brute_force_closure(states, symbols, data):
+    from satsim.rasp.automata import DFA, decide, monoid_elements
+
+    delta = data.draw(st.lists(st.lists(st.integers(0, states - 1), min_size=symbols,
+                                        max_size=symbols), min_size=states, max_size=states))
+    dfa = DFA(tuple("abc"[:symbols]), tuple(map(tuple, delta)), 0, frozenset({0}))
+    want = brute_monoid(dfa)
+    got = []
+    for rows, words in monoid_elements(dfa):
+        for row, word in zip(rows.tolist(), words):
+            assert row == [replace(dfa, start=q).run(word) for q in range(states)]
+            assert len(word) == want[tuple(row)]  # a shortest word
+            got.append(tuple(row))
+    assert len(got) == len(set(got)) and set(got) == set(want)
+    decision = decide(dfa)
+    assert decision.monoid_size == len(want)
+    assert decision.star_free == (not any(cycles(x) for x in want))
+
+
+def test_a_dfa_too_large_for_the_cascade_is_refused_before_any_work():
+    with pytest.raises(SatsimError, match="2,048 states; its holonomy cascade is built for at"):
+        program_text("dyck-2-10")

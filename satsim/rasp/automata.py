@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from satsim.errors import SatsimError
-
-MAX_CELLS = 60_000_000
-"""Monoid elements times states :func:`transition_monoid` holds before it refuses (about a
-quarter of a gigabyte of state images)."""
 
 
 @dataclass(frozen=True)
@@ -117,47 +114,93 @@ def _stack_dfa(pairs: tuple[str, ...], depth: int) -> tuple:
     return alphabet, delta, 0, accept
 
 
-@dataclass(frozen=True)
-class Monoid:
-    """The transition monoid: every transformation of the states by a word, with a shortest word.
+MAX_ELEMENTS = 30_000_000
+"""Monoid elements :func:`monoid_elements` tells apart (by 128-bit fingerprints, about 2.5 GB)
+before it refuses."""
 
-    ``elements[r]`` maps state q to ``elements[r, q]``; ``words[r]`` gives it (breadth-first, so
-    the shortest, the empty word first).
+CHUNK_CELLS = 1 << 25
+"""State images handled at once (a chunk of elements times the states)."""
+
+
+def _fingerprints(rows: np.ndarray, multipliers: np.ndarray) -> np.ndarray:
+    """Two 64-bit fingerprints of each row of state images, (B, 2) uint64.
+
+    Each is Σ_q row[q]·m[q] mod 2⁶⁴ with random odd multipliers m. Two different rows differ by
+    at most 2¹⁶ in any entry, so they agree on one fingerprint with probability at most 2⁻⁴⁸
+    and on both at most 2⁻⁹⁶: over the 30 million elements refused beyond, below 2⁻⁴⁷ that
+    two are ever taken for one.
     """
+    wide = rows.astype(np.uint64)
+    return np.stack([(wide * m).sum(axis=1) for m in multipliers], axis=1)
 
-    elements: np.ndarray
-    words: list[str]
+
+def _key(high: int, low: int) -> int:
+    """One set key of a row's two fingerprints."""
+    return high << 64 | low
 
 
-def transition_monoid(dfa: DFA, limit: int | None = None) -> Monoid:
-    """All transformations of the states by words, each with a shortest word giving it.
+def monoid_elements(dfa: DFA, limit: int = MAX_ELEMENTS) -> Iterator[tuple[np.ndarray, list[str]]]:
+    """The transition monoid breadth-first, in batches: elements and a shortest word of each.
 
-    Refused past ``limit`` elements (default: :data:`MAX_CELLS` over the number of states).
+    Row r of a batch (uint16) maps state q to ``rows[r, q]`` and is given by ``words[r]``; the
+    empty word comes first, and no element comes before one of a shorter word. Only two word
+    lengths are held at a time; the elements seen are told apart by fingerprints
+    (:func:`_fingerprints`). Refused past ``limit`` elements.
     """
-    limit = limit or MAX_CELLS // dfa.states
+    states = dfa.states
+    if states > 1 << 16:
+        raise SatsimError(f"the minimal DFA has {states:,} states; its monoid is decided for "
+                          "DFAs of at most 65,536 states")
     letters = np.array([[row[a] for row in dfa.delta] for a in range(len(dfa.alphabet))],
-                       dtype=np.int32).reshape(len(dfa.alphabet), dfa.states)
-    found = [np.arange(dfa.states, dtype=np.int32)]
-    words = [""]
-    seen = {found[0].tobytes()}
-    frontier = [0]
-    while frontier:
-        rows = np.stack([found[r] for r in frontier])
-        nxt = []
+                       dtype=np.uint16).reshape(len(dfa.alphabet), states)
+    multipliers = np.random.default_rng(0).integers(0, 1 << 63, (2, states), dtype=np.uint64)
+    multipliers = multipliers * np.uint64(2) + np.uint64(1)
+    identity = np.arange(states, dtype=np.uint16)[None]
+    seen = {_key(*_fingerprints(identity, multipliers)[0].tolist())}
+    chunk = max(1, CHUNK_CELLS // states)
+    layer = [(identity, [""])]
+    while layer:
+        yield from layer
+        batches = _Batches(chunk)
         for symbol, letter in zip(dfa.alphabet, letters):
-            for r, row in zip(frontier, letter[rows]):  # each element, then the letter
-                key = row.tobytes()
-                if key not in seen:
-                    seen.add(key)
-                    found.append(row)
-                    words.append(words[r] + symbol)
-                    nxt.append(len(found) - 1)
-                    if len(found) > limit:
-                        raise SatsimError(f"the transition monoid of the {dfa.states}-state "
-                                          f"minimal DFA has more than {limit:,} elements; too "
-                                          "large to decide here")
-        frontier = nxt
-    return Monoid(np.stack(found), words)
+            for elements, words in layer:
+                rows = letter[elements]  # each element, then the letter
+                new = []
+                for r, pair in enumerate(_fingerprints(rows, multipliers).tolist()):
+                    key = _key(*pair)
+                    if key not in seen:
+                        seen.add(key)
+                        new.append(r)
+                batches.add(rows[new], [words[r] + symbol for r in new])
+                if len(seen) > limit:
+                    raise SatsimError(f"the transition monoid of the {states}-state minimal DFA "
+                                      f"has more than {limit:,} elements; too large to decide "
+                                      "here")
+        layer = batches.done()
+
+
+class _Batches:
+    """Rows and words gathered into batches of about ``size`` rows."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.full: list[tuple[np.ndarray, list[str]]] = []
+        self.rows: list[np.ndarray] = []
+        self.words: list[str] = []
+
+    def add(self, rows: np.ndarray, words: list[str]) -> None:
+        """Append rows with their words; close a batch once it holds ``size`` rows."""
+        self.rows.append(rows)
+        self.words.extend(words)
+        if len(self.words) >= self.size:
+            self.full.append((np.concatenate(self.rows), self.words))
+            self.rows, self.words = [], []
+
+    def done(self) -> list[tuple[np.ndarray, list[str]]]:
+        """Every batch, the last one possibly short."""
+        if self.words:
+            self.full.append((np.concatenate(self.rows), self.words))
+        return self.full
 
 
 @dataclass(frozen=True)
@@ -189,20 +232,31 @@ def _period(x: np.ndarray) -> int:
     return k - seen[power.tobytes()]
 
 
-def decide(dfa: DFA) -> Decision:
-    """Star-freeness of the DFA's language: aperiodicity of its minimal DFA's monoid.
+def _cycling(x: np.ndarray) -> np.ndarray:
+    """Which rows x of transformations of n states have powers that cycle (x^N ≠ x^(N+1)).
 
     On n states every x has x^N = x^(N+1) for some N ≤ n exactly when its powers do not cycle,
-    so x^N with N the first power of two ≥ n (by squaring) against x^(N+1) decides every
-    element at once.
+    so x^N with N the first power of two ≥ n (by squaring) against x^(N+1) decides each row.
     """
-    monoid = transition_monoid(dfa)
-    x = monoid.elements
     power = x
-    for _ in range(max(1, math.ceil(math.log2(max(dfa.states, 2))))):
+    for _ in range(max(1, math.ceil(math.log2(max(x.shape[1], 2))))):
         power = np.take_along_axis(power, power, axis=1)  # x^(2t) = x^t then x^t
-    cycling = np.flatnonzero(~(np.take_along_axis(x, power, axis=1) == power).all(axis=1))
-    if len(cycling):
-        first = cycling[0]  # breadth-first order: a shortest witness
-        return Decision(False, dfa.states, len(x), monoid.words[first], _period(x[first]))
-    return Decision(True, dfa.states, len(x), None, 1)
+    return ~(np.take_along_axis(x, power, axis=1) == power).all(axis=1)
+
+
+def decide(dfa: DFA, limit: int = MAX_ELEMENTS) -> Decision:
+    """Star-freeness of the DFA's language: aperiodicity of its minimal DFA's monoid.
+
+    Every element of the monoid is checked (:func:`_cycling`); the witness is the first that
+    cycles in breadth-first order, so its word is a shortest one.
+    """
+    size, witness, period = 0, None, 1
+    for elements, words in monoid_elements(dfa, limit):
+        size += len(elements)
+        if witness is not None:
+            continue
+        rows = elements.astype(np.int64)
+        cycling = np.flatnonzero(_cycling(rows))
+        if len(cycling):
+            witness, period = words[cycling[0]], _period(rows[cycling[0]])
+    return Decision(witness is None, dfa.states, size, witness, period)

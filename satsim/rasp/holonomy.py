@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from satsim.errors import SatsimError
-from satsim.rasp.automata import DFA, decide
+from satsim.rasp.automata import DFA, Decision, decide
 
 Image = frozenset
 Chain = tuple  # of images, from Q down to a singleton
@@ -173,9 +173,27 @@ class _Skeleton:
         return tuple(new)
 
 
-def cascade(dfa: DFA) -> Cascade:
-    """The holonomy cascade of a counter-free DFA on its reachable chains."""
-    verdict = decide(dfa)
+MAX_CASCADE_STATES = 400
+"""Minimal DFAs of more states are refused: dyck-3-5's 365 already give 1,438 B-RASP
+definitions and a model of 120 million parameters (docs/rasp.md)."""
+
+
+def check_cascade_size(dfa: DFA) -> None:
+    """Refuse, in one line, a DFA too large for :func:`cascade`."""
+    if dfa.states > MAX_CASCADE_STATES:
+        raise SatsimError(f"the minimal DFA has {dfa.states:,} states; its holonomy cascade is "
+                          f"built for at most {MAX_CASCADE_STATES} (365 states already give a "
+                          "model of 120 million parameters); `satsim decide --lang` still says "
+                          "whether it is star-free")
+
+
+def cascade(dfa: DFA, verdict: Decision | None = None) -> Cascade:
+    """The holonomy cascade of a counter-free DFA on its reachable chains.
+
+    ``verdict`` is :func:`decide`'s, where the caller has it already.
+    """
+    check_cascade_size(dfa)
+    verdict = verdict or decide(dfa)
     if not verdict.star_free:
         raise SatsimError(f"the language is not star-free: the word {verdict.witness!r} acts as "
                           f"x with x^k ≠ x^(k+1) for every k (its powers cycle with period "

@@ -6,7 +6,7 @@ import languages
 from languages import RegularLanguage
 from satsim.errors import SatsimError
 from satsim.rasp.automata import Decision, decide, language_dfa
-from satsim.rasp.holonomy import brasp_text, cascade
+from satsim.rasp.holonomy import brasp_text, cascade, check_cascade_size
 
 
 def regular_names() -> list[str]:
@@ -28,10 +28,11 @@ def star_free_program(name: str) -> str:
     """
     language = languages.get(name)
     dfa = language_dfa(language)
+    check_cascade_size(dfa)
     verdict = decide(dfa)
     if not verdict.star_free:
         raise SatsimError(f"{name} is not star-free, so no B-RASP program (no masked "
                           f"hard-attention transformer) recognises it: the word "
                           f"{verdict.witness!r} acts on its minimal DFA as x with x^k ≠ x^(k+1) "
                           f"for every k (its powers cycle with period {verdict.period})")
-    return brasp_text(cascade(dfa), f"{name}: {language.description}")
+    return brasp_text(cascade(dfa, verdict), f"{name}: {language.description}")
