@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 import languages
 from satsim.errors import SatsimError
-from satsim.rasp import compile_program, decide_language, parse_program, regular_names, verify
+from satsim.rasp import (
+    compile_program,
+    decide_language,
+    holonomy_program,
+    parse_program,
+    regular_names,
+    verify,
+)
 from satsim.rasp import star_free_program as program_text
 from satsim.rasp.automata import language_dfa, minimal_dfa
 
@@ -167,4 +174,50 @@ def test_the_monoid_and_the_decision_match_a_brute_force_closure(states, symbols
 
 def test_a_dfa_too_large_for_the_cascade_is_refused_before_any_work():
     with pytest.raises(SatsimError, match="2,048 states; its holonomy cascade is built for at"):
-        program_text("dyck-2-10")
+        holonomy_program("dyck-2-10")
+
+
+def near_the_bound(language, count, seed):
+    """Bracket strings whose depth hovers at the language's bound, a few with a wrong type."""
+    rng = np.random.default_rng(seed)
+    pairs, bound, out = language.pairs, language.max_depth, []
+    for _ in range(count):
+        symbols, stack = [], []
+        for _ in range(int(rng.integers(1, 200))):
+            if (len(stack) < bound + int(rng.random() < 0.3) and rng.random() < 0.6) or not stack:
+                stack.append(int(rng.integers(len(pairs))))
+                symbols.append(pairs[stack[-1]][0])
+            else:
+                kind = stack.pop() if rng.random() > 0.01 else int(rng.integers(len(pairs)))
+                symbols.append(pairs[kind][1])
+        symbols += [pairs[kind][1] for kind in reversed(stack) if rng.random() < 0.99]
+        out.append("".join(symbols))
+    return out
+
+
+@pytest.mark.parametrize("name", ["dyck-2-3", "dyck-3-3", "dyck-2-10"])
+def test_the_nesting_program_of_a_bounded_dyck_language_is_the_language(name):
+    """Its meaning and its compiled model against the oracle: every short string, and strings
+    whose depth hovers at the bound (one over it is a rejection)."""
+    from satsim.engine.simulator import Simulator
+    from satsim.rasp import interpreter
+
+    language = languages.get(name)
+    program = parse_program(program_text(name), "brasp", name)
+    assert sum(d.name.startswith("ahead") for d in program.definitions) == language.max_depth
+    meaning = interpreter(program)
+    short = words(language.alphabet, 5 if len(language.alphabet) > 4 else 6)
+    strings = short + near_the_bound(language, 300, seed=len(name))
+    want = [language.contains(s) for s in strings]
+    assert 30 < sum(want) < len(strings) - 30
+    assert [meaning(s) for s in strings] == want
+    accepted = Simulator(compile_program(program, name)).accepts(strings)
+    assert [bool(a) for a in accepted] == want
+
+
+def test_the_holonomy_route_still_compiles_a_bounded_dyck_language():
+    language = languages.get("dyck-2-3")
+    spec = compile_program(parse_program(holonomy_program("dyck-2-3"), "brasp", "h"), "h")
+    check = verify(spec, language.contains, language.alphabet, max_len=6, long_count=2,
+                   long_len=2_000, extra=near_the_bound(language, 40, seed=1), budget=6_000)
+    assert check.ok, check.summary()

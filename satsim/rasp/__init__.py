@@ -7,7 +7,8 @@ The compiled models are exact at every length up to a stated float64 bound
 - :func:`interpreter`: a program's meaning, string → accept;
 - :func:`compile_program`: a program → :class:`~satsim.model.spec.ModelSpec` that carries it;
 - :func:`verify`: a compiled model against a meaning, on every short and some long strings;
-- :func:`decide_language`, :func:`star_free_program`: the suite's regular languages.
+- :func:`decide_language`, :func:`star_free_program`, :func:`holonomy_program`: the suite's
+  regular languages.
 """
 
 from __future__ import annotations
@@ -20,13 +21,18 @@ from satsim.rasp import brasp, crasp
 from satsim.rasp.compile_brasp import compile_brasp
 from satsim.rasp.compile_crasp import compile_crasp
 from satsim.rasp.parse import ProgramError, parse_program, read_program
-from satsim.rasp.regular import decide_language, regular_names, star_free_program
+from satsim.rasp.regular import (
+    decide_language,
+    holonomy_program,
+    regular_names,
+    star_free_program,
+)
 from satsim.rasp.syntax import Program
 from satsim.rasp.verify import Verification, verify
 
 __all__ = ["Program", "ProgramError", "Verification", "compile_program", "decide_language",
-           "interpreter", "parse_program", "program_of", "read_program", "regular_names",
-           "star_free_program", "verify"]
+           "holonomy_program", "interpreter", "parse_program", "program_of", "read_program",
+           "regular_names", "star_free_program", "verify"]
 
 
 def interpreter(program: Program) -> Callable[[str], bool]:
