@@ -20,7 +20,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
 from itertools import product
 from pathlib import Path
 
@@ -30,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import numpy as np  # noqa: E402
 from _common import machine, write  # noqa: E402
-from helpers import random_spec  # noqa: E402
+from helpers import random_spec, zero_query  # noqa: E402
 
 from satsim.engine.simulator import Simulator  # noqa: E402
 from satsim.saturation import exact_limit, limit, limit_signs  # noqa: E402
@@ -38,15 +37,6 @@ from satsim.soft import SoftTransformer  # noqa: E402
 from satsim.torch_setup import import_torch  # noqa: E402
 
 SCALES = (1e4, 1e5, 1e6)
-
-
-def zero_query(spec):
-    """The spec with W_Q = 0 and b_Q = 1 in block 1."""
-    blocks = list(spec.blocks)
-    attn = blocks[1].attn
-    blocks[1] = replace(blocks[1], attn=replace(attn, W_Q=np.zeros_like(attn.W_Q),
-                                                b_Q=np.ones((attn.n_heads, attn.d_head))))
-    return replace(spec, blocks=tuple(blocks))
 
 
 def soft_signs(spec, strings):
@@ -68,7 +58,7 @@ def correctness(seeds: int, n: int) -> dict:
         spec = random_spec(seed, d_model=16, n_heads=2, d_head=8, d_mlp=d_mlp, norm=norm,
                            biases=biases, positional="learned")
         if variant != "random":
-            spec = zero_query(spec)
+            spec = zero_query(spec, 1)
         strings = ["".join(rng.choice(["a", "b"], int(rng.integers(1, 17)))) for _ in range(n)]
         soft = soft_signs(spec, strings)
         fast = limit_signs(spec, strings)

@@ -30,16 +30,17 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import numpy as np  # noqa: E402
 from _common import RESULTS, machine, write  # noqa: E402
+from helpers import zero_query  # noqa: E402
 
 import languages  # noqa: E402
 from satsim.analysis.strings import test_set  # noqa: E402
@@ -67,15 +68,6 @@ FIXTURES = {  # file stem: the language it was trained on
 }
 BINS = ((151, 300), (1000, 2000))
 SCALES = (1e3, 1e4, 1e5)
-
-
-def zero_query(spec):
-    """W_Q = 0 and b_Q = 1 in the last block: its keys tie at top degree, the bias splits them."""
-    blocks = list(spec.blocks)
-    attn = blocks[-1].attn
-    blocks[-1] = replace(blocks[-1], attn=replace(
-        attn, W_Q=np.zeros_like(attn.W_Q), b_Q=np.ones((attn.n_heads, attn.d_head))))
-    return replace(spec, blocks=tuple(blocks))
 
 
 def flagged_by_rows(spec, strings) -> int:

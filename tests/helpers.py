@@ -1,6 +1,8 @@
-"""Random model specs for tests: every architecture option, seeded."""
+"""Random model specs for tests (every architecture option, seeded), and the helpers tests share."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -142,3 +144,13 @@ def architectures(**extra):
         "dtype": st.sampled_from([np.float32, np.float64]),
         **extra,
     })
+
+
+def zero_query(spec, layer: int = -1):
+    """The spec with W_Q = 0 and b_Q = 1 in block ``layer``: its keys tie at the top degree, and
+    the bias (a lower degree under scaling) splits them."""
+    blocks = list(spec.blocks)
+    attn = blocks[layer].attn
+    blocks[layer] = replace(blocks[layer], attn=replace(
+        attn, W_Q=np.zeros_like(attn.W_Q), b_Q=np.ones((attn.n_heads, attn.d_head))))
+    return replace(spec, blocks=tuple(blocks))

@@ -4,10 +4,9 @@ The kernel is checked against the reference tie sets (doubled tolerances) on inp
 ties; limit_signs is checked to send exactly the strings with such tie sets to the exact path.
 """
 
-from dataclasses import replace
 
 import numpy as np
-from helpers import random_spec
+from helpers import random_spec, zero_query
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -68,15 +67,6 @@ def test_the_spread_kernel_matches_the_reference_tie_sets(case):
     want = reference_spread(q, k, v, lengths, live, masks, scale)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
-
-
-def zero_query(spec, layer):
-    """W_Q = 0 with b_Q ≠ 0 in one block: every key ties at top degree, the bias splits them."""
-    blocks = list(spec.blocks)
-    attn = blocks[layer].attn
-    blocks[layer] = replace(blocks[layer], attn=replace(
-        attn, W_Q=np.zeros_like(attn.W_Q), b_Q=np.ones((attn.n_heads, attn.d_head))))
-    return replace(spec, blocks=tuple(blocks))
 
 
 def test_ties_of_different_values_take_the_exact_path_and_equal_ones_do_not():

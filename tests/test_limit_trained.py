@@ -7,11 +7,11 @@ converged), `limit_signs` and the exact expansion must give it; the same with W_
 b_Q in the last block, where every string takes the exact expansion.
 """
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import zero_query
 
 import languages
 from satsim.analysis.strings import test_set as labelled_strings
@@ -23,15 +23,6 @@ MODELS = Path(__file__).resolve().parents[1] / "bench" / "models"
 FIXTURES = ("limit-dyck1-ns-pre-none", "limit-dyck1-ns-post-learned", "limit-dyck1-ns-none-none",
             "limit-dyck1-rec-pre-learned", "limit-dyck1-rec-post-none")
 SCALES = (1e3, 1e4, 1e5)
-
-
-def zero_query(spec):
-    """W_Q = 0 and b_Q = 1 in the last block: its keys tie at top degree, the bias splits them."""
-    blocks = list(spec.blocks)
-    attn = blocks[-1].attn
-    blocks[-1] = replace(blocks[-1], attn=replace(
-        attn, W_Q=np.zeros_like(attn.W_Q), b_Q=np.ones((attn.n_heads, attn.d_head))))
-    return replace(spec, blocks=tuple(blocks))
 
 
 def converged_signs(spec, strings):
