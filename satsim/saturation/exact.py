@@ -199,18 +199,18 @@ def _coefficients(x: Series) -> tuple[np.ndarray, np.ndarray]:
     return stacked, (stacked != 0).reshape(len(stacked), -1).any(axis=1)
 
 
-def _key_classes(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _row_classes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per head, a class number for every row and a representative row of each class.
 
-    Rows (keys or queries) equal bit for bit in every coefficient share a class; k is
+    Rows (keys or queries) equal bit for bit in every coefficient share a class; ``rows`` is
     (K, H, T, e).
     """
-    terms, heads, length, _ = k.shape
+    terms, heads, length, _ = rows.shape
     classes = np.zeros((heads, length), dtype=np.int64)
     reps = np.zeros((heads, length), dtype=np.int64)
     for h in range(heads):
-        rows = np.ascontiguousarray(k[:, h].transpose(1, 0, 2).reshape(length, -1))
-        as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        flat = np.ascontiguousarray(rows[:, h].transpose(1, 0, 2).reshape(length, -1))
+        as_bytes = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
         _, first, inverse = np.unique(as_bytes, return_index=True, return_inverse=True)
         classes[h] = inverse.ravel()
         reps[h, : len(first)] = first
@@ -236,8 +236,8 @@ def limit_attention(q: Series, k: Series, v: Series, scale: float, masks: Sequen
     if low < top - SPAN + 1:
         floor = max(floor, top - SPAN + 1)
     kept = orders if not math.isfinite(floor) else max(1, min(orders, 1 - int(floor)))
-    classes, reps = _key_classes(k_terms)
-    query_classes, _ = _key_classes(q_terms)
+    classes, reps = _row_classes(k_terms)
+    query_classes, _ = _row_classes(q_terms)
     z, lead_size, size, split_at, unresolved, moved, lower_agree = expanded_attention(
         q_terms, q_live, k_terms, k_live, v_terms, v_live, classes, reps, query_classes, top,
         float(floor), low, float(scale), mask_codes(masks), kept, TOL, SCORE_CACHE)

@@ -19,7 +19,7 @@ Strings flagged by any check are answered by the exact expansion
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +34,7 @@ from satsim.model.masks import mask_codes
 from satsim.model.readout import next_symbol_sets
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
-from satsim.saturation.exact import exact_limit
+from satsim.saturation.exact import ExactLimit, exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.scaling import Rates
 from satsim.saturation.series import ORDERS
@@ -226,6 +226,15 @@ def first_orders(network: LeadingOrder) -> int:
     return min(ORDERS, 2 * max(tops, default=0) + 1)
 
 
+def _exact(network: LeadingOrder, string: str, orders: int,
+           unsettled: Callable[[ExactLimit], bool]) -> ExactLimit:
+    """The exact limit with ``orders`` terms first, and with every term where that is unsettled."""
+    found = exact_limit(network.source, string, orders=orders)
+    if orders < ORDERS and unsettled(found):
+        found = exact_limit(network.source, string)
+    return found
+
+
 def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = None
                 ) -> LimitSigns:
     """Sign of every readout logit of each string as c → ∞ (NaN where undetermined).
@@ -253,9 +262,8 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     orders = first_orders(network)
     for i, reason in enumerate(reasons):
         if reason:
-            exact = exact_limit(network.source, strings[i], orders=orders).logit_signs()
-            if np.isnan(exact).any() and orders < ORDERS:
-                exact = exact_limit(network.source, strings[i]).logit_signs()
+            exact = _exact(network, strings[i], orders,
+                           lambda found: np.isnan(found.logit_signs()).any()).logit_signs()
             signs[i] = exact[-1] if last else exact
     return LimitSigns(signs, np.array([bool(r) for r in reasons], dtype=bool), reasons)
 
@@ -322,9 +330,8 @@ def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None
             if not any((size[~free] > 1).any() for size, free in zip(leading, exempt)):
                 sizes[i] = leading
                 continue
-            heads = exact_limit(network.source, strings[i], orders=orders).heads
-            if orders < ORDERS and any(h.unresolved.any() for h in heads):
-                heads = exact_limit(network.source, strings[i]).heads
+            heads = _exact(network, strings[i], orders,
+                           lambda found: any(h.unresolved.any() for h in found.heads)).heads
             sizes[i] = [h.size for h in heads]
     out = []
     for per_layer in sizes:
