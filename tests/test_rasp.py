@@ -177,3 +177,14 @@ def test_formulas_too_large_for_one_layer_are_built_from_their_parts():
     want = [meaning(s) for s in strings]
     assert 0 < sum(want) < len(want)
     assert Simulator(spec).accepts(strings).tolist() == want
+
+
+def test_a_count_that_could_overflow_inside_a_comparison_is_refused_not_wrapped():
+    from satsim.errors import SatsimError
+    from satsim.rasp import interpreter
+
+    program = parse_program('alphabet = "a"\n'
+                            'accept = 1000000000 * (1000000000 * (10 * count(Q("a")))) > 0\n',
+                            "crasp", "big")
+    with pytest.raises(SatsimError, match="could exceed the int64 range"):
+        interpreter(program)("a" * 10)

@@ -33,6 +33,7 @@ from satsim.rasp.syntax import (
     Scale,
     Symbol,
     Where,
+    children,
 )
 
 COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
@@ -50,10 +51,12 @@ def run(program: Program, string: str) -> dict[str, np.ndarray]:
     symbols = np.array([""] + list(string), dtype=object)
     bounds: dict[str, tuple[int, int]] = {}
     for definition in program.definitions:
-        slope, offset = bounds[definition.name] = count_bound(definition.expr, bounds)
-        if slope * len(string) + offset >= 2**62:
-            raise SatsimError(f"{definition.name} could exceed the int64 range on a string of "
-                              f"{len(string):,} symbols")
+        bounds[definition.name] = count_bound(definition.expr, bounds)
+        for node in _subtree(definition.expr):  # inside comparisons and conditions too
+            slope, offset = count_bound(node, bounds)
+            if slope * len(string) + offset >= 2**62:
+                raise SatsimError(f"{definition.name} could exceed the int64 range on a string "
+                                  f"of {len(string):,} symbols")
     values: dict[str, np.ndarray] = {}
     for definition in program.definitions:
         values[definition.name] = _value(definition.expr, symbols, values)
@@ -63,6 +66,11 @@ def run(program: Program, string: str) -> dict[str, np.ndarray]:
 def accepts(program: Program, string: str) -> bool:
     """Whether the program accepts ``string``: ``accept`` at its last position."""
     return bool(run(program, string)["accept"][-1])
+
+
+def _subtree(node: Node) -> list[Node]:
+    """``node`` and every node below it."""
+    return [node, *(below for child in children(node) for below in _subtree(child))]
 
 
 def count_bound(node: Node, bounds: dict[str, tuple[int, int]]) -> tuple[int, int]:
