@@ -136,3 +136,15 @@ def test_unknown_masks_and_wrong_counts_are_spec_errors():
     with pytest.raises(Exception, match="3 masks for 2 heads"):
         replace(attn, mask=("causal",) * 3)
     assert isinstance(replace(attn, mask=["future", "causal"]), AttentionSpec)
+
+
+def test_a_causal_flag_beside_another_mask_is_refused_not_ignored():
+    from satsim.errors import SatsimError
+    from satsim.reference.attention import tie_sets
+
+    x = np.zeros((1, 3, 2))
+    for call in (lambda: attention(x, x, x, causal=True, attn_mask="future"),
+                 lambda: tie_sets(x, x, causal=True, attn_mask="bidirectional")):
+        with pytest.raises(SatsimError, match="name two masks"):
+            call()
+    assert attention(x, x, x, causal=True, attn_mask="causal").output.shape == x.shape

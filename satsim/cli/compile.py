@@ -80,6 +80,9 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
         check = verify(spec, language.contains, language.alphabet, max_len, long_count,
                        long_len, extra=language_samples(language, long_count, long_len))
         info["verification"] = check.as_dict()
+        if not check.ok:  # a bug of the compiler: keep the traceback, write nothing
+            raise RuntimeError(f"the compiled model of {lang_name} disagrees with its oracle "
+                               f"on {check.first_wrong!r}")
     if out_path is not None:
         save_spec(spec, out_path)
     if program_out is not None:
@@ -87,13 +90,12 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
     if as_json:
         click.echo(json.dumps(info))
     else:
-        kind = "C-RASP" if program.language == "crasp" else "B-RASP"
+        from satsim.rasp.syntax import LANGUAGE_NAMES
+
+        kind = LANGUAGE_NAMES[program.language]
         click.echo(f"compiled {info['program']} ({kind}, {len(program.definitions)} "
                    f"definitions): {summary_line(info)}")
         if "verification" in info:
             click.echo(f"against the oracle of {lang_name}: {check.summary()}")
         if out_path is not None:
             click.echo(f"wrote {out_path}")
-    if lang_name is not None and not check.ok:  # a bug of the compiler: keep the traceback
-        raise RuntimeError(f"the compiled model of {lang_name} disagrees with its oracle on "
-                           f"{check.first_wrong!r}")

@@ -8,6 +8,7 @@ import click
 
 from satsim.analysis.describe import degree_table, describe
 from satsim.cli.options import NonEmptyPath, load_model
+from satsim.rasp.syntax import LANGUAGE_NAMES
 
 
 def _print_description(info: dict) -> None:
@@ -30,9 +31,6 @@ def _print_description(info: dict) -> None:
     click.echo(f"compiled from a {LANGUAGE_NAMES[info['source_language']]} program; exact up to "
                f"{info['max_tokens']:,} tokens (longer inputs are refused)")
     _beside(["program:", *info["source"].rstrip("\n").splitlines()], ["became:", *layers])
-
-
-LANGUAGE_NAMES = {"crasp": "C-RASP", "brasp": "B-RASP"}
 
 
 def _layer_lines(info: dict) -> list[str]:

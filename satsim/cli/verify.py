@@ -33,9 +33,10 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
     """
     from satsim.model.io import load_spec
     from satsim.rasp import compile_program, interpreter, program_of, read_program, verify
+    from satsim.rasp.syntax import LANGUAGES
     from satsim.rasp.verify import language_samples
 
-    if Path(path).suffix in (".crasp", ".brasp"):
+    if Path(path).suffix.lstrip(".") in LANGUAGES:
         program = read_program(path)
         spec = compile_program(program, Path(path).stem)
     else:

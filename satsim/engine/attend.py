@@ -26,7 +26,7 @@ from satsim.engine.kernels import queries as kernels
 from satsim.engine.kernels.layers import use_parallel
 from satsim.engine.kernels.queries import MAX_SCORE
 from satsim.errors import SatsimError
-from satsim.model.masks import MASKS, REVERSED, mask_of
+from satsim.model.masks import MASKS, REVERSED, mask_named
 from satsim.model.settings import ATTENTION_KINDS, tie_tolerance
 from satsim.model.spec import default_scale
 
@@ -153,7 +153,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     """
     if kind not in KIND_CODES:
         raise SatsimError(f"unknown attention kind {kind!r}; known: {', '.join(ATTENTION_KINDS)}")
-    attn_mask = attn_mask or mask_of(causal)
+    attn_mask = mask_named(causal, attn_mask)
     if attn_mask not in MASKS:
         raise SatsimError(f"unknown attention mask {attn_mask!r}; known: {', '.join(MASKS)}")
     q, k, v = _float_array("q", q), _float_array("k", k), _float_array("v", v)

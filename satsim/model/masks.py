@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from satsim.errors import SatsimError
+
 MASKS = ("causal", "bidirectional", "strict-past", "future", "strict-future")
 """The attention masks every backend evaluates."""
 
@@ -47,8 +49,21 @@ def mask_codes(masks: Sequence[str]) -> np.ndarray:
     return np.array([MASK_CODES[mask] for mask in masks], dtype=np.int64)
 
 
-def key_range(mask: str, i: int, n: int) -> tuple[int, int]:
-    """The allowed keys of query ``i`` among ``n`` positions, as the half-open range [lo, hi)."""
+def mask_named(causal: bool, attn_mask: str | None) -> str:
+    """The mask a call names: ``attn_mask``, else the causal flag's; refused if both disagree."""
+    if not attn_mask:
+        return mask_of(causal)
+    if causal and attn_mask != "causal":
+        raise SatsimError(f"causal=True and attn_mask={attn_mask!r} name two masks; give one")
+    return attn_mask
+
+
+def key_range(mask: str, i, n: int):
+    """The allowed keys of query ``i`` among ``n`` positions, as the half-open range [lo, hi).
+
+    ``i`` may be an array of queries; then lo and hi are arrays (or a number where the mask
+    does not depend on the query).
+    """
     if mask == "causal":
         return 0, i + 1
     if mask == "strict-past":
@@ -67,17 +82,9 @@ def allowed_matrix(mask: str, queries: int, keys: int | None = None) -> np.ndarr
     queries as keys (the caller checks).
     """
     keys = queries if keys is None else keys
-    i = np.arange(queries)[:, None]
+    lo, hi = key_range(mask, np.arange(queries)[:, None], keys)
     j = np.arange(keys)[None, :]
-    if mask == "causal":
-        return j <= i
-    if mask == "strict-past":
-        return j < i
-    if mask == "future":
-        return j >= i
-    if mask == "strict-future":
-        return j > i
-    return np.ones((queries, keys), dtype=bool)
+    return np.broadcast_to((j >= lo) & (j < hi), (queries, keys)).copy()
 
 
 def head_allowed(masks: Sequence[str], n: int) -> np.ndarray:
@@ -88,6 +95,5 @@ def head_allowed(masks: Sequence[str], n: int) -> np.ndarray:
 
 def allowed_count(mask: str, n: int) -> np.ndarray:
     """How many keys each of ``n`` queries may attend, int64 (n,)."""
-    i = np.arange(n, dtype=np.int64)
-    counts = {"causal": i + 1, "strict-past": i, "future": n - i, "strict-future": n - i - 1}
-    return counts.get(mask, np.full(n, n, dtype=np.int64))
+    lo, hi = key_range(mask, np.arange(n, dtype=np.int64), n)
+    return np.broadcast_to(np.asarray(hi) - np.asarray(lo), (n,)).astype(np.int64)

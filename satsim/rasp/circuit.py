@@ -101,11 +101,6 @@ class Circuit:
             self.ready[name] = slot
         return slot
 
-    @property
-    def layers(self) -> int:
-        """Blocks the circuit needs (blocks with nothing in them are left out)."""
-        return len({(slot - 1) // 2 for slot in (*self.heads, *self.neurons)})
-
     def build(self, name: str, readout: dict[str, float], description: str = "") -> ModelSpec:
         """The model: embedding, features, the scheduled blocks, the readout's linear form."""
         dims = tuple(self.ready)

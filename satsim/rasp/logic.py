@@ -12,7 +12,7 @@ most frequent variable, stopping where the formula becomes constant.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from satsim.constructions.parts import Neuron
 
@@ -92,18 +92,6 @@ def substitute(f: Formula, value: Callable[[str], Formula]) -> Formula:
 def restrict(f: Formula, dim: str, value: bool) -> Formula:
     """The formula with ``dim`` fixed to ``value``."""
     return substitute(f, lambda d: ("const", value) if d == dim else var(d))
-
-
-def evaluate(f: Formula, env: Mapping[str, bool]) -> bool:
-    """The formula's value where each dimension has the value ``env`` gives."""
-    if f[0] == "var":
-        return bool(env[f[1]])
-    if f[0] == "const":
-        return f[1]
-    if f[0] == "not":
-        return not evaluate(f[1], env)
-    values = (evaluate(g, env) for g in f[1])
-    return all(values) if f[0] == "and" else any(values)
 
 
 def _occurrences(f: Formula, counts: Counter) -> None:

@@ -15,6 +15,7 @@ from satsim.rasp.syntax import (
     BOOL,
     COMPARISONS,
     COUNT,
+    LANGUAGE_NAMES,
     LANGUAGES,
     RESERVED,
     Add,
@@ -40,7 +41,6 @@ MAX_CONSTANT = 10**9
 """The largest integer constant a C-RASP program may write (counts stay exact in float64)."""
 _OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
               ast.NotEq: "!="}
-_WORDS = {"crasp": "C-RASP", "brasp": "B-RASP"}
 
 
 class ProgramError(SatsimError):
@@ -181,7 +181,7 @@ class _Reader:
             return self.call(node)
         if isinstance(node, ast.Subscript):
             raise self.error(node, "P[i] and P[j] appear only inside leftmost/rightmost")
-        raise self.error(node, f"{_describe(node)} is not part of {_WORDS[self.language]}")
+        raise self.error(node, f"{_describe(node)} is not part of {LANGUAGE_NAMES[self.language]}")
 
     def later_names(self) -> set[str]:
         module = ast.parse(self.text)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 LANGUAGES = ("crasp", "brasp")
 """The program languages, named as their file suffixes."""
+LANGUAGE_NAMES = {"crasp": "C-RASP", "brasp": "B-RASP"}
+"""Each language's name for a reader."""
 BOOL, COUNT = "bool", "count"
 """The types of vectors."""
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from satsim.errors import SatsimError
-from satsim.model.masks import allowed_matrix, mask_of
+from satsim.model.masks import allowed_matrix, mask_named
 from satsim.model.settings import default_tolerance
 from satsim.model.spec import default_scale
 
@@ -45,7 +45,7 @@ def attention_scores(q: np.ndarray, k: np.ndarray, scale: float | None = None) -
 def allowed_keys(T: int, S: int, *, causal: bool = False, key_mask: np.ndarray | None = None,
                  attn_mask: str | None = None) -> np.ndarray:
     """Return which keys each query may attend, bool (..., T, S): unpadded, and by the mask."""
-    mask = attn_mask or mask_of(causal)
+    mask = mask_named(causal, attn_mask)
     if mask != "bidirectional" and T != S:
         raise SatsimError(f"{mask} attention needs as many queries as keys, got T={T}, S={S}")
     allowed = allowed_matrix(mask, T, S)

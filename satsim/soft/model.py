@@ -301,10 +301,10 @@ class SoftPass(Backend[Tensor]):
             self.hook(f"{p}.hook_{name}", value.transpose(1, 2))
         scale = branch.module.scale
         factor = self.beta * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
-        mask = branch.module.mask  # one name for every head, or one per head
-        fusable = mask in ("causal", "bidirectional") and self.fused_softmax()
+        masks = set(branch.module.head_masks)
+        fusable = masks in ({"causal"}, {"bidirectional"}) and self.fused_softmax()
         if fusable and _scores_fit(q, k, factor):
-            z = self.fused_attention(q, k, v, factor, mask == "causal")
+            z = self.fused_attention(q, k, v, factor, masks == {"causal"})
         else:
             scores = torch.einsum("bhte,bhse->bhts", q, k)
             scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
