@@ -303,3 +303,17 @@ def test_torn_sweep_files_give_the_same_weights_or_a_refusal_naming_them(tmp_pat
     rows = run_sweep(configs, root)
     assert rows[1]["resumed_from"] == 6
     assert same_weights(root / "runs" / "s1", whole / "runs" / "s1")
+
+
+def test_a_run_on_a_data_folder_matches_its_plan_once_its_digest_is_stamped(tmp_path):
+    from satsim.training.sweep import check_plan
+
+    planned = plan({**DEFAULTS, "data": str(tmp_path / "data"), "steps": 5}, {"seed": [0]})
+    run = tmp_path / "runs" / planned[0]["name"]
+    run.mkdir(parents=True)
+    stamped = {**planned[0]["settings"], "data_digest": "sha256:1234"}
+    (run / "config.json").write_text(json.dumps(stamped))
+    check_plan(planned, tmp_path)  # the digest a run stamps is not another setting
+    (run / "config.json").write_text(json.dumps({**stamped, "steps": 6}))
+    with pytest.raises(SatsimError, match="other settings than the plan's"):
+        check_plan(planned, tmp_path)

@@ -14,11 +14,17 @@ from satsim.training.config import TrainConfig
 
 
 def canonical_settings(settings: dict) -> dict | None:
-    """Settings in canonical form (every field, defaults filled); None if they are not a config."""
+    """Settings in canonical form (every field, defaults filled); None if they are not a config.
+
+    A data folder's digest is left out: a run stamps it when it starts, a plan never has it, and
+    the training loop itself refuses a folder that changed since.
+    """
     try:
-        return TrainConfig.from_dict(settings).to_dict()
+        found = TrainConfig.from_dict(settings).to_dict()
     except (SatsimError, TypeError):
         return None
+    found.pop("data_digest", None)
+    return found
 
 
 def read_json(path: Path):
@@ -58,7 +64,8 @@ def run_one(planned: dict, root: str, threads: int = 1) -> dict:
         if not (run / "summary.json").exists():
             config = TrainConfig.from_dict(planned["settings"])
             held = run / "config.json"
-            if held.exists() and canonical_settings(read_json(held)) != config.to_dict():
+            if held.exists() and canonical_settings(read_json(held)) != canonical_settings(
+                    config.to_dict()):
                 raise SatsimError(f"{run} holds a run with other settings than the plan's")
             train(config, run, resume=held.exists())
         return result_row(planned["name"], run)
