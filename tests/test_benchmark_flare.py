@@ -210,3 +210,11 @@ def test_a_folder_of_another_benchmark_or_a_file_is_refused_untouched(reference,
     (tmp_path / "file").write_text("")
     assert "is a file" in one_error_line(run_satsim("benchmark", "flare", "--out",
                                                     str(tmp_path / "file")))
+
+
+def test_a_run_that_logged_one_norm_has_no_growth_fit_and_no_traceback(tmp_path):
+    from satsim.benchmarks.flare import norm_growth
+
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0, "norm": 3.5}) + "\n")
+    assert norm_growth(tmp_path) == {"start": 3.5, "end": 3.5, "growth_rate": None,
+                                     "best": None, "best_r2": None, "power": None}

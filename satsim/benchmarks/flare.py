@@ -215,6 +215,10 @@ def norm_growth(run: Path) -> dict:
     rows = read_metrics(run / "metrics.jsonl")
     steps = np.array([row["step"] for row in rows], dtype=np.float64)
     norms = np.array([row["norm"] for row in rows], dtype=np.float64)
+    if len(rows) < 2:  # nothing to fit (as satsim report leaves it out)
+        ends = float(norms[0]) if len(rows) else None
+        return {"start": ends, "end": ends, "growth_rate": None, "best": None, "best_r2": None,
+                "power": None}
     growth = fit_growth(steps, norms)
     best = growth.fit(growth.best) if growth.best else None
     return {"start": growth.start, "end": growth.end, "growth_rate": growth.growth_rate,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import OutputPath, PlotPath, count
 from satsim.errors import SatsimError
 from satsim.output import replace_atomically
 
@@ -48,7 +48,7 @@ def command() -> None:
               help="CPUs of each Ray task [default: 1].")
 @click.option("--gpus-per-run", type=click.FloatRange(min=0), default=None,
               help="GPUs of each Ray task [default: 1 for device=cuda, else 0].")
-@click.option("--plot", "plot_path", type=OutputPath(), default=None,
+@click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Write the figure (PNG) here.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON lines: each model's row as it finishes, then one row per language "
@@ -68,8 +68,6 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     manifest = flare.manifest_for(chosen, languages, configs, overrides)
     ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
     flare.check_folder(configs, manifest, out)
-    if plot_path is not None:
-        import matplotlib  # noqa: F401  (a missing extra is reported before any training)
 
     total = len(configs)
     done = []
