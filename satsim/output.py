@@ -99,3 +99,8 @@ def replace_atomically(write, path: str | os.PathLike) -> None:
         if isinstance(error, OSError) and error.filename is None:
             error.filename = str(path)  # a failed write() names no file: say which
         raise
+
+
+def write_text_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through :func:`replace_atomically`: a kill leaves old or new."""
+    replace_atomically(lambda tmp: Path(tmp).write_text(text), path)

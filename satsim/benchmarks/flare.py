@@ -33,7 +33,7 @@ import numpy as np
 
 from languages.flare import FLARE
 from satsim.errors import SatsimError
-from satsim.output import replace_atomically
+from satsim.output import write_text_atomically
 from satsim.training.config import DEFAULTS, TrainConfig
 from satsim.training.runs import read_json
 
@@ -182,7 +182,7 @@ def run_model(planned: dict, root: str, threads: int = 1) -> dict:
                     **evaluate_run(run, planned["evaluation"])}
             held["seconds"] = time.perf_counter() - start
             text = json.dumps(held) + "\n"
-            replace_atomically(lambda tmp: tmp.write_text(text), path)
+            write_text_atomically(path, text)
     except SatsimError as error:
         return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
     settings = {key: trained[key] for key in DEFAULTS}
@@ -404,10 +404,6 @@ def check_folder(configs: list[dict], manifest: dict, root: str | Path) -> None:
     check_plan(configs, root)
 
 
-def _write(path: Path, text: str) -> None:
-    replace_atomically(lambda tmp: tmp.write_text(text), path)
-
-
 def _jsonl(rows: Sequence[dict]) -> str:
     return "".join(json.dumps(row) + "\n" for row in rows)
 
@@ -428,7 +424,7 @@ def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engi
     check_folder(configs, manifest, root)
     root.mkdir(parents=True, exist_ok=True)
     if not (root / MANIFEST).exists():
-        _write(root / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        write_text_atomically(root / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     rows = run_sweep(configs, root, jobs=jobs, engine=engine, ray_options=ray_options,
                      on_result=on_row, worker=run_model)
     rows = [row if "language" in row else {**row, **planned["model"]}  # Ray gave up on it
@@ -437,7 +433,7 @@ def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engi
     evaluation = manifest["evaluation"]
     languages = aggregate(models, manifest["languages"], evaluation)
     built = construction_rows(manifest["languages"], evaluation)
-    _write(root / "models.jsonl", _jsonl(models))
-    _write(root / "languages.jsonl", _jsonl(languages))
-    _write(root / "constructions.jsonl", _jsonl(built))
+    write_text_atomically(root / "models.jsonl", _jsonl(models))
+    write_text_atomically(root / "languages.jsonl", _jsonl(languages))
+    write_text_atomically(root / "constructions.jsonl", _jsonl(built))
     return BenchmarkResult(manifest, rows, languages, built)

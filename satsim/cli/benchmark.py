@@ -10,12 +10,7 @@ import click
 
 from satsim.cli.options import OutputPath, PlotPath, count
 from satsim.errors import SatsimError
-from satsim.output import replace_atomically
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write a file so that a kill leaves the old one or the new one."""
-    replace_atomically(lambda tmp: tmp.write_text(text), path)
+from satsim.output import write_text_atomically
 
 
 @click.group("benchmark")
@@ -91,7 +86,7 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     result = flare.run_benchmark(configs, manifest, out, engine=engine, jobs=jobs,
                                  ray_options=ray_options, on_row=heard)
     tables = summary(result.manifest, result.languages, result.constructions, markdown=True)
-    write_text(Path(out) / "table.md", tables + "\n")
+    write_text_atomically(Path(out) / "table.md", tables + "\n")
     if as_json:
         for row in result.languages:
             click.echo(json.dumps({"kind": "language", **row}))

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from satsim.errors import SatsimError
-from satsim.output import replace_atomically
+from satsim.output import write_text_atomically
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 NORMS = ("pre", "post", "none")
@@ -117,7 +117,7 @@ class TrainConfig:
     def save(self, path: Path) -> None:
         """Write config.json."""
         text = json.dumps(self.to_dict(), indent=2) + "\n"
-        replace_atomically(lambda tmp: tmp.write_text(text), path)
+        write_text_atomically(path, text)
 
     @classmethod
     def load(cls, path: Path) -> TrainConfig:

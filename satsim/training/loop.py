@@ -25,7 +25,7 @@ from languages.base import LanguageError
 from satsim.analysis.measures import representation_similarity
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec, save_spec
-from satsim.output import replace_atomically
+from satsim.output import replace_atomically, write_text_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
 from satsim.training.budget import EVAL_CHUNK, check_training_memory
@@ -106,7 +106,7 @@ class _Metrics:
             if step < start:
                 kept.append(line)
         text = "".join(line + "\n" for line in kept)
-        replace_atomically(lambda tmp: tmp.write_text(text), path)
+        write_text_atomically(path, text)
 
     def write(self, row: dict) -> None:
         with self.path.open("a") as handle:
@@ -273,5 +273,5 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
     summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"
-    replace_atomically(lambda tmp: tmp.write_text(summary), run / "summary.json")
+    write_text_atomically(run / "summary.json", summary)
     return result

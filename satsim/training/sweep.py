@@ -23,7 +23,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from satsim.errors import SatsimError
-from satsim.output import replace_atomically
+from satsim.output import write_text_atomically
 from satsim.training.budget import check_training_memory, training_bytes
 from satsim.training.config import TrainConfig
 from satsim.training.runs import canonical_settings, read_json, result_row, run_one
@@ -116,7 +116,7 @@ def _row_settings(row: dict) -> dict:
 def _write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (its folder made if missing) so a kill leaves old or new."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    replace_atomically(lambda tmp: tmp.write_text(text), path)
+    write_text_atomically(path, text)
 
 
 def _recorded(root: Path, name: str) -> dict | None:
