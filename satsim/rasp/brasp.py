@@ -20,7 +20,6 @@ import itertools
 
 import numpy as np
 
-from satsim.errors import SatsimError
 from satsim.rasp.syntax import (
     And,
     At,
@@ -37,12 +36,7 @@ from satsim.rasp.syntax import (
 
 def run(program: Program, string: str) -> dict[str, np.ndarray]:
     """Every defined vector at positions 1..n (position 0 alone for the empty string)."""
-    if program.language != "brasp":
-        raise SatsimError(f"a {program.language} program needs its own interpreter")
-    bad = [s for s in string if s not in program.alphabet]
-    if bad:
-        raise SatsimError(f"symbol {bad[0]!r} is not in the program's alphabet "
-                          f"{''.join(program.alphabet)!r}")
+    program.check_input("brasp", string)
     state = _Positions(string)
     for definition in program.definitions:
         state.values[definition.name] = state.vector(definition.expr)

@@ -42,12 +42,7 @@ COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_
 
 def run(program: Program, string: str) -> dict[str, np.ndarray]:
     """Every defined vector at positions 0..n: bool or int64 arrays of length n + 1."""
-    if program.language != "crasp":
-        raise SatsimError(f"a {program.language} program needs its own interpreter")
-    bad = [s for s in string if s not in program.alphabet]
-    if bad:
-        raise SatsimError(f"symbol {bad[0]!r} is not in the program's alphabet "
-                          f"{''.join(program.alphabet)!r}")
+    program.check_input("crasp", string)
     symbols = np.array([""] + list(string), dtype=object)
     bounds: dict[str, tuple[int, int]] = {}
     for definition in program.definitions:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from satsim.errors import SatsimError
+
 LANGUAGES = ("crasp", "brasp")
 """The program languages, named as their file suffixes."""
 LANGUAGE_NAMES = {"crasp": "C-RASP", "brasp": "B-RASP"}
@@ -178,6 +180,15 @@ class Program:
     def names(self) -> dict[str, Definition]:
         """The definitions by name."""
         return {d.name: d for d in self.definitions}
+
+    def check_input(self, language: str, string: str) -> None:
+        """Refuse, in one line, running as ``language`` or a string outside the alphabet."""
+        if self.language != language:
+            raise SatsimError(f"a {self.language} program needs its own interpreter")
+        bad = [s for s in string if s not in self.alphabet]
+        if bad:
+            raise SatsimError(f"symbol {bad[0]!r} is not in the program's alphabet "
+                              f"{''.join(self.alphabet)!r}")
 
     def needed(self) -> tuple[Definition, ...]:
         """The definitions ``accept`` depends on (itself included), in order."""
