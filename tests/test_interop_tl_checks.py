@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from satsim.engine.batch import forward_batch
 from satsim.errors import SatsimError
-from satsim.interop import from_transformer_lens
+from satsim.interop import from_transformer_lens, tl_probe
 from satsim.interop import transformer_lens as importer
 from satsim.interop.tl_probe import check_against_transformer_lens
 from satsim.model.settings import AttentionSettings
@@ -154,6 +154,48 @@ def test_the_probe_catches_a_mask_value_the_state_dict_does_not_hold():
         check_against_transformer_lens(model, spec)
 
 
+def _one_position(x, hook):
+    """A hook's edit of one entry at one position (5, or the last there is) by 0.01."""
+    x = x.clone()
+    x[:, min(5, x.shape[1] - 1), ..., 0] += 0.01
+    return x
+
+
+def test_a_plain_model_is_checked_without_unembedding_every_position(monkeypatch):
+    def full_run(*args):
+        raise AssertionError("the full logits were compared")
+
+    model = build(n_ctx=40)
+    assert tl_probe._per_position_tail(model)
+    assert 5 not in tl_probe.sampled_positions(40)
+    monkeypatch.setattr(tl_probe._Twins, "logits", full_run)
+    from_transformer_lens(model)
+
+
+@pytest.mark.parametrize("hook", ["blocks.1.hook_resid_post", "ln_final.hook_normalized",
+                                  "unembed.hook_in", "unembed.hook_out"])
+def test_an_edit_at_a_position_the_comparison_does_not_unembed_is_refused(hook):
+    model = build(n_ctx=40)
+    spec = from_transformer_lens(model)
+    model.add_hook(hook, _one_position, is_permanent=True)
+    assert tl_probe._per_position_tail(model) == (hook != "unembed.hook_out")
+    with pytest.raises(SatsimError, match=f"first at {hook}"):
+        check_against_transformer_lens(model, spec)
+
+
+def test_a_forward_hook_on_the_model_itself_sends_the_check_to_the_full_logits():
+    model = build(n_ctx=40)
+    spec = from_transformer_lens(model)
+    handle = model.register_forward_hook(lambda module, inputs, logits: _one_position(logits, 0))
+    assert not tl_probe._per_position_tail(model)
+    with pytest.raises(SatsimError, match="differ by up to 0.01"):
+        check_against_transformer_lens(model, spec)
+    handle.remove()
+    handle = model.register_forward_hook(lambda module, inputs, logits: None)
+    check_against_transformer_lens(model, spec)
+    handle.remove()
+
+
 def test_check_false_skips_the_probe(monkeypatch):
     def probe(model, spec):
         raise AssertionError("the probe ran")
@@ -206,36 +248,76 @@ EDITED = {
     "use_hook_tokens": st.booleans(),
 }
 HOOKS = ["hook_embed", "blocks.0.hook_resid_pre", "blocks.0.attn.hook_q",
-         "blocks.0.attn.hook_pattern", "blocks.0.hook_attn_out", "blocks.1.hook_resid_post",
+         "blocks.0.attn.hook_pattern", "blocks.0.hook_attn_out", "blocks.1.hook_mlp_out",
+         "blocks.1.hook_resid_post", "ln_final.hook_normalized", "unembed.hook_in",
          "unembed.hook_out"]
 EFFECTS = {"observe": lambda x, hook: None, "scale": lambda x, hook: 1.01 * x,
-           "shift": lambda x, hook: x + 1e-7}
+           "shift": lambda x, hook: x + 1e-7, "one position": _one_position}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_every_import_of_an_edited_or_hooked_model_is_refused_or_exact(data):
-    built = {field: data.draw(strategy, label=field) for field, strategy in BUILT_WITH.items()
+def draw_model(data, fields=tuple(BUILT_WITH), edits=True, lengths=(8, 40)):
+    """A random small model, its config maybe edited after construction, maybe folded (or None).
+
+    At n_ctx 40 the probe unembeds some positions only (the rest are bounded through the
+    streams the unembedding reads).
+    """
+    built = {field: data.draw(BUILT_WITH[field], label=field) for field in fields
              if data.draw(st.booleans(), label=f"set {field}")}
+    built["n_ctx"] = data.draw(st.sampled_from(lengths), label="n_ctx")
     try:
         model = build(seed=data.draw(st.integers(0, 99), label="seed"), **built)
     except Exception:  # TransformerLens rejects the combination itself
-        return
-    for field, strategy in EDITED.items():
+        return None
+    for field, strategy in EDITED.items() if edits else ():
         if data.draw(st.integers(0, 5), label=f"edit {field}") == 0:
             setattr(model.cfg, field, data.draw(strategy, label=field))
     if data.draw(st.integers(0, 3), label="fold") == 0 and model.cfg.normalization_type:
         try:
             model.process_weights_()
         except Exception:  # TransformerLens cannot fold this model
-            return
-    for hook in data.draw(st.lists(st.sampled_from(HOOKS), max_size=2), label="hooks"):
+            return None
+    return model
+
+
+def add_hooks(data, model, least: int = 0) -> None:
+    """``least`` to two permanent hooks, each observing or editing its activation."""
+    hooks = st.lists(st.sampled_from(HOOKS), min_size=least, max_size=2)
+    for hook in data.draw(hooks, label="hooks"):
         if hook in model.hook_dict:
             effect = data.draw(st.sampled_from(sorted(EFFECTS)), label=hook)
             model.add_hook(hook, EFFECTS[effect], is_permanent=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_import_of_an_edited_or_hooked_model_is_refused_or_exact(data):
+    model = draw_model(data)
+    if model is None:
+        return
+    add_hooks(data, model)
     try:
         spec = from_transformer_lens(model)
     except SatsimError as error:
         assert "\n" not in str(error)
         return
-    assert max_logit_error(model, spec, fresh_tokens(model, len(built))) <= EXACT
+    assert max_logit_error(model, spec, fresh_tokens(model, model.cfg.n_ctx)) <= EXACT
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_probe_alone_refuses_or_passes_exactly_a_model_hooked_after_import(data):
+    model = draw_model(data, ("normalization_type", "act_fn", "eps", "attn_only",
+                              "attention_dir", "use_attn_result"), edits=False, lengths=(40,))
+    try:
+        spec = from_transformer_lens(model) if model is not None else None
+    except SatsimError:
+        spec = None
+    if spec is None:
+        return
+    add_hooks(data, model, least=1)
+    try:
+        check_against_transformer_lens(model, spec)
+    except SatsimError as error:
+        assert "\n" not in str(error)
+        return
+    assert max_logit_error(model, spec, fresh_tokens(model, model.cfg.n_ctx)) <= EXACT

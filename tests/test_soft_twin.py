@@ -112,6 +112,18 @@ def test_hooks_are_cached_under_transformer_lens_names_and_shapes():
                                + torch.tensor(ln.b))
 
 
+def test_logits_at_some_positions_are_the_full_runs_logits_there():
+    spec = random_spec(4, norm="pre", d_model=8, d_mlp=6)
+    twin = SoftTransformer.from_spec(spec, device="cpu", dtype="float64")
+    tokens, lengths = twin.encode(["abba", "ab"])
+    full = twin(tokens, lengths)
+    some = twin(tokens, lengths, logits_at=[0, 2, 1])
+    torch.testing.assert_close(some.logits, full.logits[:, [0, 2, 1]], rtol=1e-14, atol=1e-14)
+    assert torch.equal(some.final, full.final)
+    with pytest.raises(ValueError, match="logits_at"):
+        some.logits_of(0)
+
+
 def test_scaled_multiplies_every_parameter_by_c_and_its_group_rate():
     spec = random_spec(3)
     soft = SoftTransformer.from_spec(spec, device="cpu")

@@ -7,6 +7,12 @@ spec's soft twin, and compares the logits. A difference beyond
 largest difference and the first TransformerLens hook where the two computations part (found by
 running the differing sequence again with every activation cached). Hooks, edited modules and
 features the tables do not know all show up here.
+
+Over a large vocabulary the unembedding is most of a run's cost, so the check first unembeds a
+few positions only, on both sides, and bounds the rest through the streams the unembedding
+reads (:func:`_sampled_agreement`); where that bound is not met, or where anything but
+TransformerLens's own per-position code runs after ``unembed.hook_in``, it compares the full
+logits.
 """
 
 from __future__ import annotations
@@ -57,6 +63,57 @@ def _their_logits(model: Any, sequence: np.ndarray) -> np.ndarray:
     return logits[0].detach().cpu().double().numpy()
 
 
+def sampled_positions(length: int) -> list[int]:
+    """The positions whose logits the sampled comparison reads: up to 8, first and last included."""
+    return sorted({round(float(x)) for x in np.linspace(0, length - 1, min(length, 8))})
+
+
+def _per_position_tail(model: Any) -> bool:
+    """Whether everything after ``unembed.hook_in`` is TransformerLens's own per-position code.
+
+    That is: the model's forward and its Unembed are TransformerLens's classes, and no hook of
+    anyone's (on the model, the unembedding, its output hook point, or every module) runs after
+    it. Then the logits at some positions are the full run's logits at those positions.
+    """
+    from torch.nn.modules import module as torch_module
+    from transformer_lens import HookedTransformer
+    from transformer_lens.components import Unembed
+    from transformer_lens.hook_points import HookPoint
+
+    unembed = getattr(model, "unembed", None)
+    if (type(model).forward is not HookedTransformer.forward
+            or type(unembed).forward is not Unembed.forward
+            or type(getattr(unembed, "hook_out", None)).forward is not HookPoint.forward):
+        return False
+    global_hooks = [getattr(torch_module, name, None) for name in
+                    ("_global_forward_hooks", "_global_forward_pre_hooks")]
+    if any(hooks is None or len(hooks) for hooks in global_hooks):
+        return False
+    return not any(len(module._forward_hooks) for module in (model, unembed, unembed.hook_out)
+                   ) and not len(unembed.hook_out._forward_pre_hooks)
+
+
+def _their_sampled(model: Any, sequence: np.ndarray, at: list[int]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """TransformerLens's run of one sequence, unembedded at ``at`` only: (final, logits_at).
+
+    ``final`` (n, d) is what the unembedding reads at every position, taken at
+    ``unembed.hook_in`` after any hook of the user's there.
+    """
+    kept = {}
+
+    def sample(module: Any, inputs: Any, output: Any) -> Any:
+        kept["final"] = output
+        return output[:, at]
+
+    handle = model.unembed.hook_in.register_forward_hook(sample)
+    try:
+        logits = _their_logits(model, sequence)
+    finally:
+        handle.remove()
+    return kept["final"][0].detach().cpu().double().numpy(), logits
+
+
 class _Twins:
     """The spec's soft twin on CPU in float32 and float64, each built when first asked for."""
 
@@ -78,10 +135,16 @@ class _Twins:
         Run once per dtype: a check asks for the same probe again after its first comparison.
         """
         if dtype not in self.ran:
-            self.ran[dtype] = self._logits(dtype, sequences)
+            self.ran[dtype] = self._run(dtype, sequences, None)[1]
         return self.ran[dtype]
 
-    def _logits(self, dtype: str, sequences: list[np.ndarray]) -> np.ndarray:
+    def sampled(self, dtype: str, sequences: list[np.ndarray], at: list[int]
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """The twin's final streams (B, T, d) and its logits at ``at`` (B, P, n_outputs)."""
+        return self._run(dtype, sequences, at)
+
+    def _run(self, dtype: str, sequences: list[np.ndarray], at: list[int] | None
+             ) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
         lengths = torch.tensor([len(sequence) for sequence in sequences])
@@ -89,7 +152,8 @@ class _Twins:
         for row, sequence in enumerate(sequences):
             batch[row, :len(sequence)] = torch.as_tensor(sequence)
         with torch.no_grad():
-            return self._twin(dtype)(batch, lengths).logits.double().numpy()
+            run = self._twin(dtype)(batch, lengths, logits_at=at)
+        return run.final.double().numpy(), run.logits.double().numpy()
 
     def hooks(self, dtype: str, sequence: np.ndarray) -> dict[str, np.ndarray]:
         """The twin's activations on one sequence, by TransformerLens hook name, float64."""
@@ -140,6 +204,44 @@ def _compared(theirs: list[np.ndarray], ours: np.ndarray, eps: float,
     return found
 
 
+def _largest_column_norm(matrix: np.ndarray) -> float:
+    """An upper bound on the largest column norm, summed in the matrix's own dtype.
+
+    The factor 1 + 2·rows·ε covers the rounding of the sum of squares (about rows·ε at most)
+    and of the square root, so no float64 copy of a large unembedding is needed.
+    """
+    squares = np.einsum("ij,ij->j", matrix, matrix)
+    if not squares.size:
+        return 0.0
+    eps = float(np.finfo(matrix.dtype).eps) if matrix.dtype.kind == "f" else 0.0
+    return float(np.sqrt(float(squares.max()))) * (1.0 + 2.0 * matrix.shape[0] * eps)
+
+
+def _sampled_agreement(model: Any, spec: ModelSpec, twins: _Twins,
+                       sequences: list[np.ndarray], eps: float) -> bool:
+    """Whether the logits agree at every position, shown without unembedding every position.
+
+    Both runs unembed a few positions (:func:`sampled_positions`) and keep what the
+    unembedding reads everywhere. The logits at any position then differ by at most the
+    largest difference at the sampled ones plus |Δfinal|₂ · the largest column norm of W_U
+    (the unembedding being the same map at every position); that bound must be within the
+    rounding allowed at the sampled logits' scale. False sends the check to the full run.
+    """
+    at = sorted({p for sequence in sequences for p in sampled_positions(len(sequence))})
+    ours_final, ours_logits = twins.sampled(str(spec.dtype), sequences, at)
+    column = _largest_column_norm(np.asarray(spec.output.W_U))
+    for row, sequence in enumerate(sequences):
+        mine = [index for index, position in enumerate(at) if position < len(sequence)]
+        final, logits = _their_sampled(model, sequence, [at[index] for index in mine])
+        gap = largest_difference(ours_logits[row, mine], logits)
+        with np.errstate(invalid="ignore", over="ignore"):
+            drift = np.linalg.norm(ours_final[row, :len(sequence)] - final, axis=-1).max()
+        bound = gap + drift * column
+        if not bound <= tolerance(eps, scale_of(logits)):
+            return False
+    return True
+
+
 def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
     """Raise a one-line SatsimError unless the model and the spec's twin agree on the probe.
 
@@ -158,8 +260,10 @@ def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
     causal = all(block.attn.mask == "causal" for block in spec.blocks)
     sequences = probe_tokens(len(spec.vocab),
                              probe_lengths(spec.positional.W_pos.shape[0], causal))
-    theirs = [_their_logits(model, sequence) for sequence in sequences]
     twins = _Twins(spec)
+    if _per_position_tail(model) and _sampled_agreement(model, spec, twins, sequences, eps):
+        return
+    theirs = [_their_logits(model, sequence) for sequence in sequences]
     checked = _compared(theirs, twins.logits(str(spec.dtype), sequences), eps)
     if all(difference <= limit for difference, limit in checked):
         return

@@ -12,11 +12,11 @@ of the float64 run stays within float32's tolerance, and every other key outside
 scores move by twice their measured noise (:func:`check_ties`); otherwise it is refused, with the
 numbers. float64 is the reference.
 
-**tracr's own run.** :func:`check_against_tracr` runs the probe through ``assembled.apply`` (BOS
-first, as tracr takes it) and through satsim's softmax at β = 1 (tracr's own attention on the same
-weights), and compares every residual stream (tracr computes in float32: the tolerance is
-``TRACR_FACTOR`` times float32's noise on it) and the decoded outputs, which also shows a
-``program`` that is not the one compiled.
+**tracr's own run.** :func:`check_against_tracr` runs the probe through ``assembled.apply``'s
+steps (:func:`run_tracr`; BOS first, as tracr takes it) and through satsim's softmax at β = 1
+(tracr's own attention on the same weights), and compares every residual stream (tracr computes
+in float32: the tolerance is ``TRACR_FACTOR`` times float32's noise on it) and the decoded
+outputs, which also shows a ``program`` that is not the one compiled.
 """
 
 from __future__ import annotations
@@ -185,6 +185,36 @@ def _reads_as(logits: np.ndarray, expected: object, labels: tuple[str, ...], num
         logits[labels.index(str(expected))] >= logits.max() - limit)
 
 
+@dataclass(frozen=True)
+class TracrRun:
+    """What ``assembled.apply`` returns that the check reads, for one input."""
+
+    decoded: list
+    streams: list[np.ndarray]  # (1, n, d) float32: the embedding, then every residual
+
+
+def run_tracr(assembled: Any, tokens: list) -> TracrRun:
+    """``assembled.apply`` as tracr writes it, with its forward compiled by ``jax.jit``.
+
+    tracr's ``apply`` runs its forward op by op, and each op compiles on first use (about 1 s an
+    input length); compiled whole it is about 0.3 s once per length and model, then
+    microseconds. The steps around it are ``apply``'s own: tracr's input encoder, its forward
+    on the encoded batch of one, its output decoder, BOS's row left as BOS.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    ids = jnp.array([assembled.input_encoder.encode(tokens)])
+    output = jax.jit(assembled.forward)(assembled.params, ids)
+    decoded = output.unembedded_output[0].tolist()
+    if assembled.output_encoder:
+        decoded = assembled.output_encoder.decode(decoded)
+    decoded = [assembled.input_encoder.bos_token, *decoded[1:]]
+    inner = output.transformer_output
+    return TracrRun(decoded, [np.asarray(stream) for stream in
+                              (inner.input_embeddings, *inner.residuals)])
+
+
 def check_against_tracr(assembled: Any, spec: ModelSpec, inputs: list[list[str]],
                         program: str) -> None:
     """Raise a one-line SatsimError unless satsim's softmax run of ``spec`` (float64) is tracr's.
@@ -204,9 +234,9 @@ def check_against_tracr(assembled: Any, spec: ModelSpec, inputs: list[list[str]]
     read_limit = float(limits[-1][np.argmax(spec.output.W_U, axis=0)].max())
     original = {str(token): token for token in assembled.input_encoder.encoding_map}
     for row, tokens in enumerate(inputs):
-        output = assembled.apply([original[token] for token in (spec.bos, *tokens)])
+        output = run_tracr(assembled, [original[token] for token in (spec.bos, *tokens)])
         length = len(tokens) + 1
-        theirs = [output.input_embeddings, *output.residuals]
+        theirs = output.streams
         for stream, (name, limit) in enumerate(zip(names, limits)):
             difference = np.abs(ours.residuals[stream][row, :length]
                                 - np.asarray(theirs[stream], dtype=np.float64)[0])

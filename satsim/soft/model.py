@@ -62,14 +62,17 @@ class _Block(nn.Module):
 class SoftRun:
     """A padded batch through the soft twin: logits, residual streams and (optionally) hooks."""
 
-    logits: Tensor  # (B, T, n_outputs)
+    logits: Tensor  # (B, T, n_outputs), or (B, P, n_outputs) at the positions ``logits_at``
     residuals: list[Tensor]  # (B, T, d) after the embedding and after every sublayer
     final: Tensor  # (B, T, d) what the unembedding reads: the last stream after ln_final
     lengths: Tensor  # (B,)
     cache: dict[str, Tensor] | None
+    logits_at: list[int] | None = None
 
     def logits_of(self, row: int) -> np.ndarray:
         """Float64 logits of string ``row`` at its real positions, (n, n_outputs)."""
+        if self.logits_at is not None:
+            raise ValueError("this run has logits at some positions only (logits_at)")
         return self.logits[row, : int(self.lengths[row])].double().cpu().numpy()
 
     def residual_arrays(self) -> list[np.ndarray]:
@@ -190,8 +193,12 @@ class SoftTransformer(nn.Module):
         return torch.tensor(array, dtype=self.dtype, device=self.device)
 
     def forward(self, tokens: Tensor, lengths: Tensor | None = None, *, beta: float = 1.0,
-                cache: bool = False) -> SoftRun:
-        """Run token ids (B, T), padded past ``lengths``; attention is softmax(β·scores)."""
+                cache: bool = False, logits_at: Sequence[int] | None = None) -> SoftRun:
+        """Run token ids (B, T), padded past ``lengths``; attention is softmax(β·scores).
+
+        ``logits_at`` unembeds only those positions (every one by default): the unembedding
+        is per position, and over a large vocabulary it is most of a run's cost.
+        """
         if not (math.isfinite(beta) and beta > 0):
             raise SatsimError(f"beta must be positive and finite, got {beta}")
         batch, n = tokens.shape
@@ -205,8 +212,10 @@ class SoftTransformer(nn.Module):
             x = x + soft.hook("hook_pos_embed", pos.expand(batch, n, -1))
         soft.residuals.append(x)
         final = run_blocks(self.spec, soft, x, self._steps())
-        return SoftRun(soft.unembed(final, self.spec.output), soft.residuals, final, lengths,
-                       soft.hooks)
+        at = None if logits_at is None else [int(position) for position in logits_at]
+        read = final if at is None else final[:, at]
+        return SoftRun(soft.unembed(read, self.spec.output), soft.residuals, final, lengths,
+                       soft.hooks, at)
 
     def encode(self, strings: Sequence[Input]) -> tuple[Tensor, Tensor]:
         """Padded token ids (B, T) and lengths (B,) of the inputs (BOS/EOS added).
