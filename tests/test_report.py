@@ -124,6 +124,22 @@ def test_the_limit_of_a_construction_is_right_on_every_bin():
     assert all(0 <= p.soft.accuracy <= 1 for p in pairs)
 
 
+@pytest.mark.parametrize("chunk_symbols", [1 << 22, 64])
+def test_progress_within_a_bin_counts_up_to_the_bin_and_names_it(monkeypatch, chunk_symbols):
+    from satsim.analysis import evaluation
+
+    monkeypatch.setattr(evaluation, "CHUNK_SYMBOLS", chunk_symbols)  # 64: chunks of a few strings
+    spec = constructions.build("majority")
+    heard = []
+    evaluate_bins(spec, Simulator(limit(spec)), languages.get("majority"), [(0, 16), (17, 60)],
+                  n=20, device="cpu", on_strings=lambda *told: heard.append(told))
+    for model in ("saturated limit", "soft model"):
+        for bin_ in [(0, 16), (17, 60)]:
+            done = [d for m, b, d, total in heard if (m, b) == (model, bin_) and total == 20]
+            assert len(done) == len([t for t in heard if t[:2] == (model, bin_)]) >= 10
+            assert done == sorted(set(done)) and done[-1] == 20, (model, bin_, done)
+
+
 def test_a_learned_table_cuts_and_skips_bins_and_long_bins_skip_the_soft_model():
     spec = random_spec(0, positional="learned", n_ctx=20)
     pairs = evaluate_bins(spec, Simulator(limit(spec)), languages.get("majority"),

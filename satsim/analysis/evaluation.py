@@ -123,13 +123,18 @@ CHUNK_SYMBOLS = 1 << 22
 
 
 def _predict_in_chunks(predictor: Callable[[list[str]], list], strings: list[str],
-                       on_progress: Callable[[int, int], None] | None) -> tuple[list, float]:
-    """The predictor's answers and its seconds, in chunks that report (done, total) strings."""
+                       on_progress: Callable[[int, int], None] | None,
+                       parts: int = 1) -> tuple[list, float]:
+    """The predictor's answers and its seconds, in chunks that report (done, total) strings.
+
+    A chunk holds about CHUNK_SYMBOLS symbols, and at most 1/``parts`` of the strings.
+    """
+    most = max(1, -(-len(strings) // max(1, parts)))
     chunks, chunk, size = [], [], 0
     for string in strings:
         chunk.append(string)
         size += len(string) + 1
-        if size >= CHUNK_SYMBOLS:
+        if size >= CHUNK_SYMBOLS or len(chunk) >= most:
             chunks.append(chunk)
             chunk, size = [], 0
     if chunk or not chunks:
@@ -158,13 +163,16 @@ def evaluate_predictor(
     negatives: bool = True,
     on_progress: Callable[[int, int], None] | None = None,
     warm_up: bool = True,
+    progress_parts: int = 1,
 ) -> EvalReport:
     """Score any ``predictor`` (strings → answers as :func:`predict` gives them) per length bin.
 
     ``indices`` gives each bin's position in a longer list of bins, so that a subset of bins is
     tested on the same strings as the full list (default: 0, 1, ...). Without ``negatives``
     the bins hold positives only (see :func:`test_set`). ``warm_up`` first answers one string
-    untimed, so that compiling the kernels is not timed.
+    untimed, so that compiling the kernels is not timed. ``on_progress`` hears (strings done,
+    strings in the bin) after each chunk of a bin that runs in several: chunks of about
+    CHUNK_SYMBOLS symbols, and at least ``progress_parts`` of them.
     """
     spec.require_language_task("evaluation against a language")
     if n < 1:
@@ -175,7 +183,7 @@ def evaluate_predictor(
     results = []
     for index, (low, high) in zip(indices or range(len(bins)), bins):
         strings, labels = test_set(language, n, low, high, bin_seed(seed, index), negatives)
-        predicted, seconds = _predict_in_chunks(predictor, strings, on_progress)
+        predicted, seconds = _predict_in_chunks(predictor, strings, on_progress, progress_parts)
         correct = count_correct(language, strings, labels, predicted)
         tokens = sum(len(s) for s in strings)
         result = BinResult(

@@ -13,7 +13,7 @@ skipped, one that straddles it is cut at the longest string that fits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -129,28 +129,22 @@ def _plan(bins: Sequence[tuple[int, int]], cap: int | None,
     return plan
 
 
-def _in_parts(answer: Callable[[list[str]], list], model: str,
-              bins: Sequence[tuple[int, int]],
-              on_strings: Callable[[str, tuple[int, int], int, int], None]):
-    """``answer`` by parts of about 1/PARTS of a bin, reporting each; and the on_bin to pair.
+def _bin_progress(model: str, bins: Sequence[tuple[int, int]],
+                  on_strings: Callable[[str, tuple[int, int], int, int], None]):
+    """evaluate_predictor's (done, total) as ``on_strings`` (model, bin, done, total).
 
-    Returns (predictor, bin_done): call bin_done after each bin so that the parts name it.
+    Returns (on_progress, bin_done): call bin_done after each bin, so that progress names it.
     """
     current = [0]
 
-    def predictor(strings: list[str]) -> list:
-        size = max(1, -(-len(strings) // PARTS))
-        answers: list = []
-        for start in range(0, len(strings), size):
-            answers.extend(answer(strings[start:start + size]))
-            if current[0] < len(bins):
-                on_strings(model, bins[current[0]], len(answers), len(strings))
-        return answers
+    def on_progress(done: int, total: int) -> None:
+        if current[0] < len(bins):
+            on_strings(model, bins[current[0]], done, total)
 
     def bin_done() -> None:
         current[0] += 1
 
-    return predictor, bin_done
+    return on_progress, bin_done
 
 
 def evaluate_bins(spec: ModelSpec, limit: Simulator | Callable[[list[str]], list], language,
@@ -179,21 +173,23 @@ def evaluate_bins(spec: ModelSpec, limit: Simulator | Callable[[list[str]], list
     told = on_strings or (lambda model, bin_, done, total: None)
     if run and isinstance(limit, Simulator):  # compiled before the timing (and the parts)
         answer([language.alphabet[0]])
-    limit_answer, limit_bin_done = _in_parts(answer, "saturated limit", [b for _, b in run], told)
+    limit_progress, limit_bin_done = _bin_progress("saturated limit", [b for _, b in run], told)
     limit_results = iter(evaluate_predictor(
-        limit_answer, limit_spec, language, "saturated",
+        answer, limit_spec, language, "saturated",
         [b for _, b in run], n, seed, indices=[i for i, _ in run],
-        negatives=negatives, warm_up=False,
+        negatives=negatives, warm_up=False, on_progress=limit_progress, progress_parts=PARTS,
         on_bin=lambda r: (limit_bin_done(), heard("saturated limit", r))).bins) if run else iter(())
     soft_run = [(i, b) for i, b in run if b[1] <= soft_max_len]
-    soft = soft_predictor(spec, device)
+    soft_results: Iterator[BinResult] = iter(())
     if soft_run:
+        soft = soft_predictor(spec, device)
         soft([language.alphabet[0]])  # set up before the timing (and the parts)
-    soft_answer, soft_bin_done = _in_parts(soft, "soft model", [b for _, b in soft_run], told)
-    soft_results = iter(evaluate_predictor(
-        soft_answer, spec, language, "softmax", [b for _, b in soft_run], n,
-        seed, indices=[i for i, _ in soft_run], negatives=negatives, warm_up=False,
-        on_bin=lambda r: (soft_bin_done(), heard("soft model", r))).bins) if soft_run else iter(())
+        soft_progress, soft_bin_done = _bin_progress("soft model", [b for _, b in soft_run], told)
+        soft_results = iter(evaluate_predictor(
+            soft, spec, language, "softmax", [b for _, b in soft_run], n,
+            seed, indices=[i for i, _ in soft_run], negatives=negatives, warm_up=False,
+            on_progress=soft_progress, progress_parts=PARTS,
+            on_bin=lambda r: (soft_bin_done(), heard("soft model", r))).bins)
     pairs = []
     for index, low, high, note in plan:
         if index < 0:
