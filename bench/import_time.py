@@ -7,11 +7,13 @@ Run: python bench/import_time.py [--baseline DIR] [--rounds 2] [--repeats 5] [--
 TransformerLens models (random, seeded, float32 as TransformerLens builds them; shapes below):
 per process, the model is built, every module the import needs is imported, and then timed are
 the first import of the model ("cold": its arrays are fresh memory) and the median of
-``--repeats`` more ("warm"); also timed is this checkout's import with ``check=False``. tracr
-programs (scripts/tracr_fixtures.py's, mlp_exactness 10⁴): per process, the compile, then the
-first ``from_tracr`` and the median of the repeats. The import's first call in a process also
-loads the modules it imports lazily (the soft twin's, 0.2 s); that time is reported apart
-(``lazy_imports_seconds``). Writes bench/results/import_time.json.
+``--repeats`` more ("warm"); also timed is this checkout's import with ``check=False``, and
+(after the imports) the model's own forward pass on n_ctx tokens (median of the repeats), the
+least a check that runs the model can cost. tracr programs (scripts/tracr_fixtures.py's,
+mlp_exactness 10⁴): per process, the compile, then the first ``from_tracr`` and the median of
+the repeats, then a user's first ``assembled.apply`` on max_seq_len tokens. The import's first
+call in a process also loads the modules it imports lazily (the soft twin's, 0.2 s); that time
+is reported apart (``lazy_imports_seconds``). Writes bench/results/import_time.json.
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def transformer_lens_child(shape: str, repeats: int, unchecked: bool) -> dict:
     if unchecked:
         row["unchecked_seconds"] = statistics.median(
             _timed(lambda: from_transformer_lens(model, check=False)) for _ in range(repeats))
+    tokens = torch.randint(0, model.cfg.d_vocab, (1, model.cfg.n_ctx),
+                           generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        row["forward_seconds"] = statistics.median(
+            _timed(lambda: model(tokens)) for _ in range(repeats))
     row["torch_threads"] = torch.get_num_threads()
     return row
 
@@ -91,10 +98,13 @@ def tracr_child(program: str, max_seq_len: int, repeats: int) -> dict:
     assembled = compiling.compile_rasp_to_model(sop, vocab=set(vocab), max_seq_len=max_seq_len,
                                                 compiler_bos=BOS, mlp_exactness=10_000)
     compile_seconds = time.perf_counter() - start
-    return {"compile_seconds": compile_seconds,
-            "cold_seconds": _timed(lambda: from_tracr(assembled, sop)),
-            "warm_seconds": statistics.median(
-                _timed(lambda: from_tracr(assembled, sop)) for _ in range(repeats))}
+    row = {"compile_seconds": compile_seconds,
+           "cold_seconds": _timed(lambda: from_tracr(assembled, sop)),
+           "warm_seconds": statistics.median(
+               _timed(lambda: from_tracr(assembled, sop)) for _ in range(repeats))}
+    tokens = [BOS, *(sorted(vocab, key=str)[i % len(vocab)] for i in range(max_seq_len))]
+    row["first_apply_seconds"] = _timed(lambda: assembled.apply(tokens))
+    return row
 
 
 def run_child(code: str, threads: int, args: list[str]) -> dict:

@@ -273,6 +273,14 @@ def split_folders(root: str | Path) -> dict[str, Path]:
     return found
 
 
+def token_counts(folder: str | Path) -> list[int]:
+    """How many tokens each string of a split folder's main.tok has (read, not decoded)."""
+    lines = _lines(Path(folder) / "main.tok")
+    if lines is None:
+        raise LanguageError(f"{folder} holds no main.tok: it is not a FLaRe split folder")
+    return [line.count(" ") + 1 if line else 0 for line in lines]
+
+
 def read_dataset(root: str | Path, language: Language) -> dict[str, FlareSplit]:
     """Read every split of a FLaRe dataset folder, "train" first."""
     return {name: read_split(folder, language) for name, folder in split_folders(root).items()}

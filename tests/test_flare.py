@@ -176,3 +176,35 @@ def test_a_dataset_is_written_whole_into_a_new_folder_only(tmp_path):
     result = CliRunner().invoke(cli, ["sample", "--lang", "first", "--flare",
                                       str(tmp_path / "new")], standalone_mode=False)
     assert isinstance(result.exception, LanguageError)
+
+
+@pytest.mark.parametrize("name", ["majority", "marked-copy", "stack-manipulation"])
+def test_a_runs_memory_estimate_counts_the_strings_of_its_data_folder(name):
+    from satsim.training.budget import split_shapes
+    from satsim.training.config import TrainConfig
+
+    lang = language_of(name)
+    config = TrainConfig(lang=lang.name, task="recognition", data=str(FIXTURE / name),
+                         train_size=7, batch_size=7)
+    expected = []
+    for split_name, split in flare.read_dataset(FIXTURE / name, lang).items():
+        lengths = [len(s) for s in split.strings][: 7 if split_name == "train" else None]
+        expected.append((len(lengths), sum(lengths) / len(lengths), max(lengths)))
+    shapes = [(s.strings, s.mean_length, s.max_length) for s in split_shapes(config)]
+    assert [(n, longest) for n, _, longest in shapes] == [(n, m) for n, _, m in expected]
+    assert [mean for _, mean, _ in shapes] == pytest.approx([mean for _, mean, _ in expected])
+
+
+def test_a_data_folder_of_long_strings_costs_more_than_the_preset(tmp_path):
+    from satsim.training.budget import training_bytes
+    from satsim.training.config import TrainConfig
+
+    lang = languages.get("majority")
+    long = ["a" * 3000 + "b"] * 40
+    splits = {"train": flare.FlareSplit(long[:20], [True] * 20, None),
+              "test": flare.FlareSplit(long, [True] * 40, None)}
+    flare.write_dataset(tmp_path / "long", splits, lang)
+    preset = TrainConfig(lang="majority", task="recognition", train_size=20, batch_size=20)
+    folder = TrainConfig(lang="majority", task="recognition", train_size=20, batch_size=20,
+                         data=str(tmp_path / "long"))
+    assert training_bytes(folder, 2) > 20 * training_bytes(preset, 2)

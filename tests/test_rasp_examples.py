@@ -89,3 +89,19 @@ def test_cli_errors_are_one_line(tmp_path):
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("error: ") and message in result.stderr
         assert result.stderr.count("\n") == 1
+
+
+def test_verifying_against_two_meanings_runs_the_model_once(monkeypatch):
+    from satsim.rasp.verify import verify_all
+
+    program = read_program(EXAMPLES / "tomita4.brasp")
+    spec = compile_program(program, "tomita4")
+    meant = interpreter(program)
+    runs, accepts = [], Simulator.accepts
+    monkeypatch.setattr(Simulator, "accepts",
+                        lambda self, strings: runs.append(len(strings)) or accepts(self, strings))
+    found = verify_all(spec, {"right": meant, "wrong": lambda s: not meant(s)}, program.alphabet,
+                       max_len=6, long_count=2, long_len=300)
+    assert len(runs) == 1
+    assert found["right"].ok and found["right"].exhaustive_max_len == 6
+    assert found["wrong"].wrong == runs[0] == 2 ** 7 - 1 + 2

@@ -32,9 +32,9 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
     the model and the interpreter disagree on a string.
     """
     from satsim.model.io import load_spec
-    from satsim.rasp import compile_program, interpreter, program_of, read_program, verify
+    from satsim.rasp import compile_program, interpreter, program_of, read_program
     from satsim.rasp.syntax import LANGUAGES
-    from satsim.rasp.verify import language_samples
+    from satsim.rasp.verify import language_samples, verify_all
 
     if Path(path).suffix.lstrip(".") in LANGUAGES:
         program = read_program(path)
@@ -55,8 +55,8 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
         extra = language_samples(language, long_count, long_len, seed)
     else:
         extra = []
-    results = {what: verify(spec, meaning, program.alphabet, max_len, long_count, long_len, seed,
-                            extra) for what, meaning in meanings.items()}
+    results = verify_all(spec, meanings, program.alphabet, max_len, long_count, long_len, seed,
+                         extra)
     if as_json:
         click.echo(json.dumps({"model": spec.name, "language": program.language,
                                **{what.split()[0]: r.as_dict() for what, r in results.items()},

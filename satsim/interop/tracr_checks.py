@@ -42,6 +42,7 @@ from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
 from satsim.model.settings import AttentionSettings, default_tolerance
 from satsim.model.spec import AttentionSpec, ModelSpec
+from satsim.reference.attention import tie_threshold
 
 TRACR_FACTOR = 64.0
 """Measured float32 noise (per stream and direction) allowed between tracr and satsim."""
@@ -161,7 +162,7 @@ def check_ties(spec: ModelSpec, dtype: Any, inputs: list[list[str]], name: str) 
     for layer, (scores, moved) in zip(found.layers, found.scores):
         top = scores.max(axis=-1, keepdims=True)  # (B, H, T, 1); −∞ at padded queries
         with np.errstate(invalid="ignore"):
-            tied = scores >= top - (exact_atol + exact_rtol * np.abs(top))
+            tied = scores >= tie_threshold(top, exact_atol, exact_rtol)  # the reference's set
             spread = np.where(tied, top - scores, 0).max(axis=-1)  # (B, H, T)
             gap = top[..., 0] - np.where(tied, -np.inf, scores).max(axis=-1)
         allowed = atol + rtol * np.abs(top[..., 0])

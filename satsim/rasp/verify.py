@@ -7,7 +7,7 @@ or a language's oracle. The model runs in the saturated simulator with its defau
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -109,17 +109,28 @@ def verify(spec: ModelSpec, meaning: Callable[[str], bool], alphabet: tuple[str,
     ``extra`` strings (a language's samples, say) count with the long ones; the exhaustive part
     stops at the longest length whose strings fit in ``budget``.
     """
+    return verify_all(spec, {"meaning": meaning}, alphabet, max_len, long_count, long_len, seed,
+                      extra, budget)["meaning"]
+
+
+def verify_all(spec: ModelSpec, meanings: Mapping[str, Callable[[str], bool]],
+               alphabet: tuple[str, ...], max_len: int = 10, long_count: int = 20,
+               long_len: int = 10_000, seed: int = 0, extra: Sequence[str] = (),
+               budget: int = EXHAUSTIVE_BUDGET) -> dict[str, Verification]:
+    """:func:`verify` against each of several meanings: the same strings, the model run once."""
     short, reached = all_strings_up_to(alphabet, max_len, budget)
     long = random_strings(alphabet, long_count, long_len, seed) if long_count else []
     long += list(extra)
     strings = short + long
-    simulator = Simulator(spec)
-    got = np.asarray(simulator.accepts(strings), dtype=bool)
-    want = np.array([meaning(s) for s in strings], dtype=bool)
-    wrong = np.flatnonzero(got != want)
-    return Verification(reached, len(short), len(long), max(map(len, long), default=0),
-                        int(want[len(short):].sum()), int(len(wrong)),
-                        strings[wrong[0]] if len(wrong) else None)
+    got = np.asarray(Simulator(spec).accepts(strings), dtype=bool)
+    found = {}
+    for name, meaning in meanings.items():
+        want = np.array([meaning(s) for s in strings], dtype=bool)
+        wrong = np.flatnonzero(got != want)
+        found[name] = Verification(reached, len(short), len(long),
+                                   max(map(len, long), default=0), int(want[len(short):].sum()),
+                                   int(len(wrong)), strings[wrong[0]] if len(wrong) else None)
+    return found
 
 
 def _shown(string: str | None) -> str:

@@ -12,10 +12,12 @@ moments, the spec and checkpoint copies) and four float64 ones (the logged snaps
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from satsim.engine.resources import check_memory, strings_bytes
-from satsim.training.config import TrainConfig
+from satsim.training.config import TrainConfig, reading_data_folder
 
 EVAL_CHUNK = 256
 """Strings per held-out evaluation batch."""
@@ -34,26 +36,52 @@ def parameter_count(config: TrainConfig, vocab: int, labels: int) -> int:
     return vocab * d + positions + config.layers * block + final + d * labels + labels
 
 
+@dataclass(frozen=True)
+class SplitShape:
+    """How many strings a split of a run holds, their mean length and the longest."""
+
+    strings: int
+    mean_length: float
+    max_length: int
+
+
+def split_shapes(config: TrainConfig) -> list[SplitShape]:
+    """The run's splits, training first: its preset's, or its data folder's (counted, not read).
+
+    A folder's training split counts its first train_size strings, the ones a run trains on.
+    """
+    from languages.datasets import PRESETS
+    from languages.flare import TRAIN, split_folders, token_counts
+
+    if not config.data:
+        return [SplitShape(split.size(config.train_size), (split.min_len + split.max_len) / 2,
+                           split.max_len) for split in PRESETS[config.split]]
+    shapes = []
+    with reading_data_folder(config.data):
+        for name, folder in split_folders(config.data).items():
+            counts = token_counts(folder)
+            counts = (counts[: config.train_size] if name == TRAIN else counts) or [0]
+            shapes.append(SplitShape(len(counts), float(np.mean(counts)), max(counts)))
+    return shapes
+
+
 def training_bytes(config: TrainConfig, alphabet: int) -> float:
     """About how many bytes training ``config`` holds at its peak (see the module's note)."""
-    from languages.datasets import PRESETS
-
-    splits = PRESETS[config.split]
+    splits = split_shapes(config)
     labels = 1 if config.task == "recognition" else alphabet + 1
     itemsize = np.dtype(config.dtype).itemsize
     d, h, m, layers = config.d_model, config.heads, config.d_mlp, config.layers
     parameters = parameter_count(config, alphabet + 1, labels) * (
         PARAMETER_COPIES * itemsize + FLOAT64_COPIES * 8)
-    train_t = splits[0].max_len + 2
-    longest = max(split.max_len for split in splits) + 2
+    train_t = splits[0].max_length + 2
+    longest = max(split.max_length for split in splits) + 2
     batch = min(config.batch_size, config.train_size) * train_t
     training = batch * layers * (30 * d + 8 * h * train_t + 4 * m)
     held_out = min(EVAL_CHUNK, config.eval_size) * longest
     evaluation = held_out * ((5 + 3 * layers) * d + 3.5 * h * longest + 2 * m)
     per_token = TOKEN_BYTES + (4 * labels if config.task != "recognition" else 0)
-    data = sum(strings_bytes(split.size(config.train_size), (split.min_len + split.max_len) / 2)
-               + split.size(config.train_size) * (split.max_len + 1) * per_token
-               for split in splits)
+    data = sum(strings_bytes(split.strings, split.mean_length)
+               + split.strings * (split.max_length + 1) * per_token for split in splits)
     return parameters + itemsize * max(training, evaluation) + data
 
 

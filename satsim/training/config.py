@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from languages.base import LanguageError
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 
@@ -14,6 +17,17 @@ NORMS = ("pre", "post", "none")
 POSITIONALS = ("none", "learned", "sinusoidal")
 TRAIN_TASKS = ("recognition", "next-symbol")
 DTYPES = ("float32", "float64")
+
+
+@contextmanager
+def reading_data_folder(folder: str) -> Iterator[None]:
+    """Turn what goes wrong reading a run's data folder into one-line SatsimErrors."""
+    try:
+        yield
+    except LanguageError as error:
+        raise SatsimError(str(error)) from None
+    except OSError as error:
+        raise SatsimError(f"cannot read {folder}: {error.strerror or error}") from None
 
 
 @dataclass(frozen=True)

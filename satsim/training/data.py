@@ -23,7 +23,7 @@ from languages.datasets import PRESETS, build
 from languages.flare import TRAIN, dataset_digest, read_dataset, records_of_split
 from satsim.errors import SatsimError
 from satsim.model.spec import ModelSpec
-from satsim.training.config import TrainConfig
+from satsim.training.config import TrainConfig, reading_data_folder
 
 
 @dataclass
@@ -96,7 +96,7 @@ def _records(config: TrainConfig) -> dict[str, list[dict]]:
 def _folder_records(config: TrainConfig) -> tuple[dict[str, list[dict]], list[str]]:
     """A FLaRe-format folder's records by split, and notes on what was left out."""
     notes = []
-    try:
+    with reading_data_folder(config.data):
         if config.data_digest and dataset_digest(config.data) != config.data_digest:
             raise SatsimError(f"{config.data} changed since the run started; train a new run "
                               "on it, or restore the folder")
@@ -107,10 +107,6 @@ def _folder_records(config: TrainConfig) -> tuple[dict[str, list[dict]], list[st
                 notes.append(f"held-out split {name} has no next-symbols.jsonl: left out")
                 continue
             by_split[name] = records_of_split(language, split, config.task)
-    except LanguageError as error:
-        raise SatsimError(str(error)) from None
-    except OSError as error:
-        raise SatsimError(f"cannot read {config.data}: {error.strerror or error}") from None
     train = by_split[TRAIN]
     if len(train) > config.train_size:
         notes.append(f"training on the first {config.train_size} of the {len(train)} strings "
@@ -121,12 +117,8 @@ def _folder_records(config: TrainConfig) -> tuple[dict[str, list[dict]], list[st
 
 def data_digest(config: TrainConfig) -> str:
     """The digest of the run's data folder (SatsimError if it cannot be read)."""
-    try:
+    with reading_data_folder(config.data):
         return dataset_digest(config.data)
-    except LanguageError as error:
-        raise SatsimError(str(error)) from None
-    except OSError as error:
-        raise SatsimError(f"cannot read {config.data}: {error.strerror or error}") from None
 
 
 @dataclass
