@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_attention import cases
 
 from satsim.errors import SatsimError
+from satsim.model.masks import MASKS
 from satsim.reference import attention as ref
 from satsim.soft.hard_attention import saturated_attention, tie_sets
 
@@ -72,6 +74,26 @@ def test_query_blocks_of_one_row_give_the_same_answer(device, case):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@MODEST
+@given(case=cases(content="levels"), mask=st.sampled_from(MASKS), block_bytes=st.sampled_from(
+    [1, 1 << 30]))
+def test_every_mask_gives_the_reference_tie_sets_and_means(device, case, mask, block_bytes):
+    if case.q.shape[-2] != case.k.shape[-2]:
+        mask = "bidirectional"  # the one mask for as many queries as keys or not
+    t = tensors(case, device)
+    common = dict(key_mask=case.key_mask, scale=case.scale, attn_mask=mask)
+    got = tie_sets(t["q"], t["k"], key_mask=t["key_mask"], scale=case.scale, attn_mask=mask,
+                   block_bytes=block_bytes)
+    np.testing.assert_array_equal(got.cpu().numpy(), ref.tie_sets(case.q, case.k, **common))
+    out = saturated_attention(t["q"], t["k"], t["v"], key_mask=t["key_mask"],
+                              query_mask=t["query_mask"], scale=case.scale, attn_mask=mask,
+                              block_bytes=block_bytes)
+    expected = ref.saturated_attention(case.q, case.k, case.v, query_mask=case.query_mask,
+                                       **common)
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_equal_scores_tie_and_scores_apart_by_2e_4_do_not(device, dtype):
     q = torch.ones((1, 1), dtype=dtype, device=device)
@@ -115,6 +137,10 @@ def test_bad_inputs_are_one_line_errors():
     q = torch.zeros((3, 2))
     with pytest.raises(SatsimError, match="as many queries as keys"):
         saturated_attention(q, torch.zeros((4, 2)), torch.zeros((4, 1)), causal=True)
+    with pytest.raises(SatsimError, match="strict-future attention needs as many queries"):
+        tie_sets(q, torch.zeros((4, 2)), attn_mask="strict-future")
+    with pytest.raises(SatsimError, match="name two masks"):
+        tie_sets(q, q, causal=True, attn_mask="future")
     with pytest.raises(SatsimError, match="float32 or float64"):
         saturated_attention(q.half(), q.half(), q.half())
     with pytest.raises(SatsimError, match="width"):

@@ -3,14 +3,16 @@
 The meaning is docs/semantics.md §1 and :mod:`satsim.reference.attention`: scores
 s_ij = scale·q_i·k_j in float64 whatever the input dtype, the tie set
 S_i = {j allowed : s_ij ≥ M_i − (atol + rtol·|M_i|)} with M_i the largest allowed score, and
-the output the float64 mean of v over S_i, returned in q's dtype. A query with no allowed key,
-or a padded query, outputs zeros.
+the output the float64 mean of v over S_i, returned in q's dtype. "Allowed" is the mask's key
+range (:mod:`satsim.model.masks`: causal, bidirectional, strict-past, future, strict-future)
+minus padding. A query with no allowed key, or a padded query, outputs zeros.
 
-The scores are one float64 matrix product per block of queries (a causal block reads only the
-keys it may see), so memory stays near ``block_bytes`` whatever T is. The product sums in
-the BLAS's order, not the reference's left-to-right order: scores whose products and partial
-sums are exact (small integers, dyadic rationals, so every exact tie) are the reference's bit for
-bit, and others differ by about 1e-16 relative, far below the tie tolerance.
+The scores are one float64 matrix product per block of queries (a causal or strict-past block
+reads only the keys it may see), so memory stays near ``block_bytes`` whatever T is. The
+product sums in the BLAS's order, not the reference's left-to-right order: scores whose
+products and partial sums are exact (small integers, dyadic rationals, so every exact tie) are
+the reference's bit for bit, and others differ by about 1e-16 relative, far below the tie
+tolerance.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from torch import Tensor
 
 from satsim.errors import SatsimError
+from satsim.model.masks import key_range, mask_named
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import default_scale
 
@@ -35,23 +38,33 @@ def _tolerance(q: Tensor, atol: float | None, rtol: float | None) -> tuple[float
     return tie_tolerance(_NUMPY_DTYPES[q.dtype], atol, rtol)
 
 
-def _check_shapes(q: Tensor, k: Tensor, causal: bool) -> None:
+def _checked_mask(q: Tensor, k: Tensor, causal: bool, attn_mask: str | None) -> str:
+    """The mask the call names, once the shapes allow it."""
+    mask = mask_named(causal, attn_mask)
     if q.shape[-1] != k.shape[-1]:
         raise SatsimError(f"queries have width {q.shape[-1]} but keys {k.shape[-1]}")
-    if causal and q.shape[-2] != k.shape[-2]:
-        raise SatsimError(f"causal attention needs as many queries as keys, got "
+    if mask != "bidirectional" and q.shape[-2] != k.shape[-2]:
+        raise SatsimError(f"{mask} attention needs as many queries as keys, got "
                           f"T={q.shape[-2]}, S={k.shape[-2]}")
+    return mask
 
 
-def _block_ties(q64: Tensor, k64: Tensor, start: int, causal: bool, key_mask: Tensor | None,
+def _keys_read(mask: str, stop: int, keys: int) -> int:
+    """How many keys (from the first) a block of queries up to ``stop`` may read."""
+    return stop if mask in ("causal", "strict-past") else keys
+
+
+def _block_ties(q64: Tensor, k64: Tensor, start: int, mask: str, key_mask: Tensor | None,
                 atol: float, rtol: float, scale: float) -> Tensor:
     """Tie sets (..., rows, keys) of the queries from ``start`` against the keys given."""
     scores = torch.matmul(q64, k64.transpose(-1, -2)).mul_(scale)
     rows, keys = scores.shape[-2], scores.shape[-1]
     allowed = None
-    if causal:
+    if mask != "bidirectional":
         query = torch.arange(start, start + rows, device=scores.device)[:, None]
-        allowed = torch.arange(keys, device=scores.device)[None, :] <= query
+        low, high = key_range(mask, query, keys)
+        key = torch.arange(keys, device=scores.device)[None, :]
+        allowed = (key >= low) & (key < high)
     if key_mask is not None:
         real = key_mask[..., None, :keys]
         allowed = real if allowed is None else allowed & real
@@ -78,9 +91,9 @@ def _as_mask(mask: Tensor | None, device: torch.device) -> Tensor | None:
 
 def tie_sets(q: Tensor, k: Tensor, *, causal: bool = False, key_mask: Tensor | None = None,
              atol: float | None = None, rtol: float | None = None, scale: float | None = None,
-             block_bytes: int = 1 << 30) -> Tensor:
+             block_bytes: int = 1 << 30, attn_mask: str | None = None) -> Tensor:
     """Each query's tie set, bool (..., T, S): the allowed keys within tolerance of the max."""
-    _check_shapes(q, k, causal)
+    mask = _checked_mask(q, k, causal, attn_mask)
     atol, rtol = _tolerance(q, atol, rtol)
     scale = default_scale(q.shape[-1]) if scale is None else float(scale)
     key_mask = _as_mask(key_mask, q.device)
@@ -92,23 +105,25 @@ def tie_sets(q: Tensor, k: Tensor, *, causal: bool = False, key_mask: Tensor | N
     if k.shape[-2] == 0:
         return ties
     for start, stop in _blocks(q, k, block_bytes):
-        keys = stop if causal else k.shape[-2]
+        keys = _keys_read(mask, stop, k.shape[-2])
         ties[..., start:stop, :keys] = _block_ties(q64[..., start:stop, :], k64[..., :keys, :],
-                                                   start, causal, key_mask, atol, rtol, scale)
+                                                   start, mask, key_mask, atol, rtol, scale)
     return ties
 
 
 def saturated_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False,
                         key_mask: Tensor | None = None, query_mask: Tensor | None = None,
                         atol: float | None = None, rtol: float | None = None,
-                        scale: float | None = None, block_bytes: int = 1 << 30) -> Tensor:
+                        scale: float | None = None, block_bytes: int = 1 << 30,
+                        attn_mask: str | None = None) -> Tensor:
     """The mean of v over each query's tie set, (..., T, e), in q's dtype on q's device.
 
     Shapes as in :mod:`satsim.reference.attention`: q (..., T, d), k (..., S, d), v (..., S, e),
     leading dimensions broadcasting; ``key_mask`` (..., S) and ``query_mask`` (..., T) mark real
-    positions with True. ``block_bytes`` bounds the float64 scores held at once.
+    positions with True; ``attn_mask`` names the mask (or ``causal``, as there). ``block_bytes``
+    bounds the float64 scores held at once.
     """
-    _check_shapes(q, k, causal)
+    mask = _checked_mask(q, k, causal, attn_mask)
     if v.shape[-2] != k.shape[-2]:
         raise SatsimError(f"{k.shape[-2]} keys but {v.shape[-2]} values")
     atol, rtol = _tolerance(q, atol, rtol)
@@ -121,8 +136,8 @@ def saturated_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False
     out = torch.zeros((*lead, q.shape[-2], v.shape[-1]), dtype=torch.float64, device=q.device)
     if k.shape[-2] > 0:
         for start, stop in _blocks(q, k, block_bytes):
-            keys = stop if causal else k.shape[-2]
-            weights = _block_ties(q64[..., start:stop, :], k64[..., :keys, :], start, causal,
+            keys = _keys_read(mask, stop, k.shape[-2])
+            weights = _block_ties(q64[..., start:stop, :], k64[..., :keys, :], start, mask,
                                   key_mask, atol, rtol, scale).to(torch.float64)
             weights /= weights.sum(dim=-1, keepdim=True).clamp_min_(1.0)  # empty rows stay 0
             out[..., start:stop, :] = torch.matmul(weights, v64[..., :keys, :])
