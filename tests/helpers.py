@@ -151,6 +151,6 @@ def zero_query(spec, layer: int = -1):
     the bias (a lower degree under scaling) splits them."""
     blocks = list(spec.blocks)
     attn = blocks[layer].attn
-    blocks[layer] = replace(blocks[layer], attn=replace(
-        attn, W_Q=np.zeros_like(attn.W_Q), b_Q=np.ones((attn.n_heads, attn.d_head))))
+    b_q = np.ones((attn.n_heads, attn.d_head), attn.W_Q.dtype)  # the spec's dtype, one for all
+    blocks[layer] = replace(blocks[layer], attn=replace(attn, W_Q=np.zeros_like(attn.W_Q), b_Q=b_q))
     return replace(spec, blocks=tuple(blocks))
