@@ -297,6 +297,18 @@ def test_resume_applies_more_steps_and_refuses_other_changed_options_by_name(tmp
     assert "already at step 15, past --steps 12" in str(fewer.exception)
 
 
+@pytest.mark.parametrize("what", ["missing", "a file"])
+def test_a_data_path_that_is_no_folder_is_one_line(tmp_path, what):
+    path = tmp_path / "data"
+    if what == "a file":
+        path.write_text("( )\n")
+    result = CliRunner().invoke(cli, ["train", "--data", str(path), "--out", str(tmp_path / "run")],
+                                standalone_mode=False)
+    assert isinstance(result.exception, SatsimError)
+    assert str(result.exception).startswith(f"--data: {path} is not a folder")
+    assert not (tmp_path / "run").exists()
+
+
 def test_training_reads_a_flare_folder_and_refuses_it_changed(tmp_path):
     folder = tmp_path / "parity"  # FLaRe's name: the language is parity-odd
     shutil.copytree(Path(__file__).parent / "data" / "flare" / "parity", folder)

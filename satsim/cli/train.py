@@ -41,6 +41,9 @@ def _read_data_folder(settings: dict, context) -> None:
     from languages import flare
 
     folder = Path(settings["data"]).resolve()
+    if not folder.is_dir():
+        raise SatsimError(f"--data: {folder} is not a folder; give a dataset folder in FLaRe's "
+                          "layout (satsim sample --flare writes one)")
     settings["data"] = str(folder)
     given = {name for name in ("lang", "train_size", "split", "batch_size")
              if context.get_parameter_source(name) == ParameterSource.COMMANDLINE}
