@@ -146,12 +146,16 @@ def test_the_probe_catches_a_hook_and_names_where_the_runs_part():
     check_against_transformer_lens(model, spec)
 
 
-def test_the_probe_catches_a_mask_value_the_state_dict_does_not_hold():
-    model = build()
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+def test_the_probe_catches_a_mask_value_the_state_dict_does_not_hold(dtype):
+    # in bfloat16 and float16 the model's own rounding (up to half the logits' scale) hid it:
+    # those are checked as a float32 copy of the model
+    model = build(dtype=dtype, n_ctx=16, d_model=32, d_head=8, n_heads=4)
     spec = from_transformer_lens(model)
     model.blocks[0].attn.IGNORE.fill_(-1.0)  # a buffer: not in what the importer reads
     with pytest.raises(SatsimError, match="first at blocks.0.attn.hook_attn_scores"):
         check_against_transformer_lens(model, spec)
+    assert next(model.parameters()).dtype == model.cfg.dtype == dtype  # the copy was checked
 
 
 def _one_position(x, hook):

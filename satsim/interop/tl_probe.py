@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from satsim.errors import SatsimError
+from satsim.errors import SatsimError, first_line
 from satsim.interop.probe import (
     largest_difference,
     probe_lengths,
@@ -255,7 +255,9 @@ def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
                           "checked)")
     import torch
 
-    dtype = _compute_dtype(model)
+    dtype = narrow = _compute_dtype(model)
+    if dtype not in (torch.float32, torch.float64):
+        model, dtype = _widened(model), torch.float32
     eps = float(torch.finfo(dtype).eps)
     causal = all(block.attn.mask == "causal" for block in spec.blocks)
     sequences = probe_tokens(len(spec.vocab),
@@ -274,10 +276,36 @@ def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
     if difference <= limit:
         return
     hook, at_hook = _first_difference(model, twins, sequences[worst], eps)
+    copied = "" if narrow == dtype else f", run as a float32 copy of the {_name(narrow)} model"
     raise SatsimError(
         f"the imported spec does not compute what the TransformerLens model computes: on a "
         f"probe of {len(sequences[worst])} random tokens the logits differ by up to "
-        f"{difference:.3g} (rounding in {str(dtype).removeprefix('torch.')} allows "
-        f"{limit:.2g}), first at {hook} (by {at_hook:.3g}); the model runs something its "
-        "config and weights do not say (a hook, an edited module, a feature satsim does not "
-        "know)")
+        f"{difference:.3g} (rounding in {_name(dtype)} allows {limit:.2g}{copied}), first at "
+        f"{hook} (by {at_hook:.3g}); the model runs something its config and weights do not "
+        "say (a hook, an edited module, a feature satsim does not know)")
+
+
+def _name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _widened(model: Any) -> Any:
+    """A float32 copy of a bfloat16 or float16 model (its config's dtype too), hooks and all.
+
+    The spec holds such a model's weights in float32, and the model's own run rounds every
+    activation to 8 or 11 bits: up to about half the logits' scale (docs/interop.md), which
+    would hide any real difference. The copy computes what the spec claims, in float32.
+    """
+    import copy
+
+    import torch
+
+    try:
+        widened = copy.deepcopy(model)
+    except Exception as error:  # a hook or attribute of the user's that cannot be copied
+        raise SatsimError(f"cannot copy the {_name(_compute_dtype(model))} model to check it in "
+                          f"float32 ({type(error).__name__}: {first_line(error)}); convert it "
+                          "with model.to(torch.float32) first") from None
+    if hasattr(getattr(widened, "cfg", None), "dtype"):
+        widened.cfg.dtype = torch.float32  # TransformerLens rounds norms' outputs to it
+    return torch.nn.Module.to(widened, torch.float32)
