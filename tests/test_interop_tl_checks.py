@@ -187,6 +187,18 @@ def test_an_edit_at_a_position_the_comparison_does_not_unembed_is_refused(hook):
         check_against_transformer_lens(model, spec)
 
 
+def test_a_replaced_unembedding_forward_sends_the_check_to_the_full_logits():
+    from transformer_lens.components import Unembed
+
+    model = build(n_ctx=40)
+    spec = from_transformer_lens(model)
+    model.unembed.forward = lambda residual: _one_position(Unembed.forward(model.unembed,
+                                                                          residual), 0)
+    assert not tl_probe._per_position_tail(model)
+    with pytest.raises(SatsimError, match="differ by up to 0.01"):
+        check_against_transformer_lens(model, spec)
+
+
 def test_a_forward_hook_on_the_model_itself_sends_the_check_to_the_full_logits():
     model = build(n_ctx=40)
     spec = from_transformer_lens(model)

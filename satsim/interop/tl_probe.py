@@ -81,9 +81,12 @@ def _per_position_tail(model: Any) -> bool:
     from transformer_lens.hook_points import HookPoint
 
     unembed = getattr(model, "unembed", None)
+    hook_in, hook_out = getattr(unembed, "hook_in", None), getattr(unembed, "hook_out", None)
     if (type(model).forward is not HookedTransformer.forward
             or type(unembed).forward is not Unembed.forward
-            or type(getattr(unembed, "hook_out", None)).forward is not HookPoint.forward):
+            or type(hook_in).forward is not HookPoint.forward
+            or type(hook_out).forward is not HookPoint.forward
+            or any("forward" in vars(module) for module in (model, unembed, hook_in, hook_out))):
         return False
     global_hooks = [getattr(torch_module, name, None) for name in
                     ("_global_forward_hooks", "_global_forward_pre_hooks")]
@@ -94,11 +97,11 @@ def _per_position_tail(model: Any) -> bool:
 
 
 def _their_sampled(model: Any, sequence: np.ndarray, at: list[int]
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
     """TransformerLens's run of one sequence, unembedded at ``at`` only: (final, logits_at).
 
     ``final`` (n, d) is what the unembedding reads at every position, taken at
-    ``unembed.hook_in`` after any hook of the user's there.
+    ``unembed.hook_in`` after any hook of the user's there (None if it never passed there).
     """
     kept = {}
 
@@ -111,6 +114,8 @@ def _their_sampled(model: Any, sequence: np.ndarray, at: list[int]
         logits = _their_logits(model, sequence)
     finally:
         handle.remove()
+    if "final" not in kept:  # the unembedding never read its input through hook_in
+        return None
     return kept["final"][0].detach().cpu().double().numpy(), logits
 
 
@@ -232,7 +237,10 @@ def _sampled_agreement(model: Any, spec: ModelSpec, twins: _Twins,
     column = _largest_column_norm(np.asarray(spec.output.W_U))
     for row, sequence in enumerate(sequences):
         mine = [index for index, position in enumerate(at) if position < len(sequence)]
-        final, logits = _their_sampled(model, sequence, [at[index] for index in mine])
+        theirs = _their_sampled(model, sequence, [at[index] for index in mine])
+        if theirs is None:
+            return False
+        final, logits = theirs
         gap = largest_difference(ours_logits[row, mine], logits)
         with np.errstate(invalid="ignore", over="ignore"):
             drift = np.linalg.norm(ours_final[row, :len(sequence)] - final, axis=-1).max()
