@@ -256,6 +256,7 @@ def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
     The twin runs in the spec's dtype first, against rounding at the logits' scale; where that
     is not enough (large weights amplify rounding), the float64 twin is the reference and the
     allowance grows to the model's sensitivity, measured as the float32 twin's distance to it.
+    A bfloat16 or float16 model is checked as a float32 copy of itself (:func:`_widened`).
     """
     if not callable(model) or not hasattr(model, "parameters"):
         raise SatsimError(f"a {type(model).__name__} cannot be run to check the import against; "
