@@ -7,23 +7,7 @@ Ray comes with the test extra, so a missing Ray is an error here, not a skip; wi
 import pytest
 from test_benchmark_flare import benchmark, reference, tables  # noqa: F401 (a fixture)
 
-try:
-    import ray
-except ModuleNotFoundError:
-    ray = None
-
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    """One local Ray cluster of 2 CPUs for the module (the benchmark joins it)."""
-    if ray is None:
-        pytest.fail("Ray is not installed: pip install -e '.[test]' (or deselect: -m 'not ray')")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
-             object_store_memory=100 * 2**20)
-    yield
-    ray.shutdown()
 
 
 def test_the_ray_engine_gives_the_local_tables_byte_for_byte(reference, ray_cluster,  # noqa: F811

@@ -19,24 +19,10 @@ from satsim.cli.main import cli
 from satsim.training.runs import run_one
 from satsim.training.sweep import plan, run_sweep
 
-try:
-    import ray
-except ModuleNotFoundError:
-    ray = None
-
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread", "ray_cluster")]
 TIMING = ("elapsed", "resumed_from")
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    """One local Ray cluster of 3 CPUs for the module (the engine joins it)."""
-    if ray is None:
-        pytest.fail("Ray is not installed: pip install -e '.[test]' (or deselect: -m 'not ray')")
-    ray.init(num_cpus=3, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
-             object_store_memory=100 * 2**20)
-    yield
-    ray.shutdown()
+RAY_CPUS = 3
+"""The local cluster's CPUs (conftest's ray_cluster)."""
 
 
 def without_timing(rows: list[dict]) -> list[dict]:

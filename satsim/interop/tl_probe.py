@@ -266,7 +266,7 @@ def check_against_transformer_lens(model: Any, spec: ModelSpec) -> None:
 
     dtype = narrow = _compute_dtype(model)
     if dtype not in (torch.float32, torch.float64):
-        model, dtype = _widened(model), torch.float32
+        model, dtype = _widened(model, narrow), torch.float32
     eps = float(torch.finfo(dtype).eps)
     causal = all(block.attn.mask == "causal" for block in spec.blocks)
     sequences = probe_tokens(len(spec.vocab),
@@ -298,7 +298,7 @@ def _name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _widened(model: Any) -> Any:
+def _widened(model: Any, dtype: Any) -> Any:
     """A float32 copy of a bfloat16 or float16 model (its config's dtype too), hooks and all.
 
     The spec holds such a model's weights in float32, and the model's own run rounds every
@@ -312,7 +312,7 @@ def _widened(model: Any) -> Any:
     try:
         widened = copy.deepcopy(model)
     except Exception as error:  # a hook or attribute of the user's that cannot be copied
-        raise SatsimError(f"cannot copy the {_name(_compute_dtype(model))} model to check it in "
+        raise SatsimError(f"cannot copy the {_name(dtype)} model to check it in "
                           f"float32 ({type(error).__name__}: {first_line(error)}); convert it "
                           "with model.to(torch.float32) first") from None
     if hasattr(getattr(widened, "cfg", None), "dtype"):

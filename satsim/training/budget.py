@@ -46,7 +46,7 @@ class SplitShape:
 
 
 def split_shapes(config: TrainConfig) -> list[SplitShape]:
-    """The run's splits, training first: its preset's, or its data folder's (counted, not read).
+    """The run's splits, training first: its preset's, or its data folder's (counted, not decoded).
 
     A folder's training split counts its first train_size strings, the ones a run trains on.
     """
@@ -85,12 +85,17 @@ def training_bytes(config: TrainConfig, alphabet: int) -> float:
     return parameters + itemsize * max(training, evaluation) + data
 
 
-def check_training_memory(config: TrainConfig, alphabet: int, runs: int = 1) -> None:
-    """Refuse in one line a run (or ``runs`` side by side) that would not fit in free memory."""
+def check_training_memory(config: TrainConfig, alphabet: int, runs: int = 1,
+                          needed: float | None = None) -> None:
+    """Refuse in one line a run (or ``runs`` side by side) that would not fit in free memory.
+
+    ``needed`` is the run's :func:`training_bytes` where the caller has it already.
+    """
     what = (f"training with d_model {config.d_model}, {config.layers} layers, "
             f"{config.heads} heads, batch {config.batch_size}")
     if runs > 1:
         what = f"{runs} runs at once, the largest {what},"
-    check_memory(runs * training_bytes(config, alphabet), what,
+    needed = training_bytes(config, alphabet) if needed is None else needed
+    check_memory(runs * needed, what,
                  "lower --d-model, --layers, --heads, --d-mlp, --batch-size or --train-size"
                  + (" or --jobs" if runs > 1 else ""))

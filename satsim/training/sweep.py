@@ -180,8 +180,8 @@ def _check_memory(todo: list[dict], at_once: int) -> None:
         config = TrainConfig.from_dict(planned["settings"])
         alphabet = len(languages.get(config.lang).alphabet)
         sizes.append((training_bytes(config, alphabet), config, alphabet))
-    _, config, alphabet = max(sizes, key=lambda size: size[0])
-    check_training_memory(config, alphabet, runs=at_once)
+    needed, config, alphabet = max(sizes, key=lambda size: size[0])
+    check_training_memory(config, alphabet, runs=at_once, needed=needed)
 
 
 def _record_rows(configs: list[dict], root: Path, rows: dict, arriving: Iterator[dict],
