@@ -21,47 +21,18 @@ import math
 import numba
 import numpy as np
 
+from satsim.engine.kernels.limit_scores import class_score, class_value, gap_live
+from satsim.engine.kernels.prefix_ties import (
+    catch_up,
+    lead_sum,
+    new_state,
+    reset_state,
+)
 from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 
-
-@numba.njit(cache=True, fastmath=False)
-def _score(q, k, q_live, k_live, h, i, j, gap, scale, tol):
-    """The score coefficient ``gap`` degrees below the top of query i and key j, snapped."""
-    total = 0.0
-    magnitude = 0.0
-    for a in range(max(0, gap - k.shape[0] + 1), min(gap, q.shape[0] - 1) + 1):
-        b = gap - a
-        if not (q_live[a] and k_live[b]):
-            continue
-        for c in range(q.shape[3]):
-            total += q[a, h, i, c] * k[b, h, j, c]
-            magnitude += abs(q[a, h, i, c]) * abs(k[b, h, j, c])
-    if abs(total) <= tol * magnitude:
-        return 0.0
-    return scale * total
-
-
-@numba.njit(cache=True, fastmath=False)
-def _gap_live(q_live, k_live, gap):
-    """Whether any pair of live coefficients lands ``gap`` degrees below the top score degree."""
-    for a in range(max(0, gap - k_live.shape[0] + 1), min(gap, q_live.shape[0] - 1) + 1):
-        if q_live[a] and k_live[gap - a]:
-            return True
-    return False
-
-
-@numba.njit(cache=True, fastmath=False)
-def _class_score(cache, stamp, want, row, cls, gap, q, k, q_live, k_live, h, i, rep, scale, tol):
-    """The score coefficient ``gap`` degrees below the top, for query i and key class ``cls``.
-
-    Computed once per ``row`` of the cache (a query class) and stamp; row -1: no cache.
-    """
-    if row < 0:
-        return _score(q, k, q_live, k_live, h, i, rep, gap, scale, tol)
-    if stamp[row, cls, gap] != want:
-        cache[row, cls, gap] = _score(q, k, q_live, k_live, h, i, rep, gap, scale, tol)
-        stamp[row, cls, gap] = want
-    return cache[row, cls, gap]
+PREFIX_CLASSES = 4
+"""Heads with at most this many query classes keep each class's tie filter as keys arrive
+(:mod:`satsim.engine.kernels.prefix_ties`); the others filter every query's keys afresh."""
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -143,7 +114,7 @@ def _classes_agree_below(cache, stamp, want, row, q, k, q_live, k_live, h, i, re
     for gap in range(first_gap, last_gap + 1):
         high, low = -np.inf, np.inf
         for idx in range(count):
-            value = _class_score(cache, stamp, want, row, cand[idx], gap, q, k, q_live, k_live, h,
+            value = class_score(cache, stamp, want, row, cand[idx], gap, q, k, q_live, k_live, h,
                                  i, reps[cand[idx]], scale, tol)
             if math.isnan(value):
                 return False
@@ -171,6 +142,66 @@ def _admit(v, h, j, cls, members, sums, magnitudes, active, n_active):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _filter_query(score, active, n_active, members, cand, values, keep, lead, lead_size,
+                  split_at, h, i, score_top, score_floor, tol):
+    """One query's tie filter over every allowed key class, degree by degree from the top.
+
+    Leaves the classes kept in ``cand`` and the leading tie set's in ``lead``; sets
+    ``lead_size`` and ``split_at`` at (h, i). Returns (classes kept, their keys, classes in the
+    leading tie set, whether a score was unknown).
+    """
+    count = n_active
+    keys = 0
+    n_lead = 0
+    for idx in range(count):
+        cand[idx] = active[idx]
+        keys += members[active[idx]]
+    unknown = False
+    first = True
+    degree = score_top
+    while degree >= 1 and degree >= score_floor:
+        gap = score_top - degree
+        best = -np.inf
+        spread = 0.0
+        for idx in range(count):
+            value = class_value(score, cand[idx], gap)
+            values[idx] = value
+            if math.isnan(value):
+                unknown = True
+            else:
+                best = max(best, value)
+                spread = max(spread, abs(value))
+        kept = 0
+        kept_keys = 0
+        for idx in range(count):
+            keep[idx] = values[idx] >= best - tol * spread
+            if keep[idx]:
+                kept += 1
+                kept_keys += members[cand[idx]]
+        if first:
+            first = False
+            lead_size[h, i] = kept_keys
+            for idx in range(count):
+                if keep[idx]:
+                    lead[n_lead] = cand[idx]
+                    n_lead += 1
+        elif kept_keys < keys and split_at[h, i] == 0:
+            split_at[h, i] = degree
+        if not unknown:
+            n = 0
+            for idx in range(count):
+                if keep[idx]:
+                    cand[n] = cand[idx]
+                    n += 1
+            count = n
+            keys = kept_keys
+        degree -= 1
+    if first:  # no positive degree compared: the leading tie set is every allowed key
+        lead_size[h, i] = keys
+    return count, keys, n_lead, unknown
+
+
+@numba.njit(cache=True, fastmath=False)
 def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_class, score_top,
                        score_floor, score_low, scale, masks, orders, tol, budget):
     """Limit attention of one layer over power-series queries, keys and values.
@@ -183,7 +214,9 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
     the order that only adds keys: ascending for the past masks, descending for the future
     ones; ``masks`` (H,) holds each head's code, :data:`satsim.model.masks.MASK_CODES`); queries
     equal in every coefficient share a ``query_class`` (H, T), and where the scores of every
-    pair of classes fit in ``budget`` entries each pair's are computed once per head. Scores
+    pair of classes fit in ``budget`` entries each pair's are computed once per head; with at
+    most PREFIX_CLASSES query classes, each class's tie filter is kept as the keys arrive
+    (:mod:`satsim.engine.kernels.prefix_ties`) rather than redone per query. Scores
     have top degree ``score_top`` and are known down to ``score_floor`` (-inf: every degree),
     the lowest computed being ``score_low``. ``orders`` terms of the weights' series are kept.
 
@@ -212,7 +245,7 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
     values = np.empty(length)
     keep = np.empty(length, dtype=np.bool_)
     lead = np.empty(length, dtype=np.int64)
-    n_lead = 0
+    n_lead = 0  # classes in the leading tie set, when the query filters its own keys
     a = np.empty((orders, length))
     series = np.empty(orders)
     shared = np.empty(orders)
@@ -228,17 +261,34 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
     rows = query_classes if cached else 0
     cache = np.empty((rows, key_classes, gaps))
     stamp = np.zeros((rows, key_classes, gaps), dtype=np.int64)
+    live = np.zeros(gaps, dtype=np.bool_)
+    for gap in range(gaps):
+        live[gap] = gap_live(q_live, k_live, gap)
+    degrees = 0  # the positive score degrees compared
+    while score_top - degrees >= 1 and score_top - degrees >= score_floor:
+        degrees += 1
+    prefix = degrees >= 1 and query_classes <= PREFIX_CLASSES
+    state = new_state(query_classes if prefix else 0, key_classes if prefix else 0, degrees,
+                      length if prefix else 0, features)
+    _, _, lists, sizes, _, _, _, counts, _, _ = state
+    log = np.empty(length, dtype=np.int64)
+    lead_total = np.empty(features)
     for h in range(heads):
         members[:] = 0
         sums[:] = 0.0
         magnitudes[:] = 0.0
         n_active = 0
+        n_log = 0
+        if prefix:
+            reset_state(state)
         mask = masks[h]
         descending = mask == FUTURE or mask == STRICT_FUTURE
         if mask == BIDIRECTIONAL:
             for j in range(length):
                 n_active = _admit(v, h, j, key_class[h, j], members, sums, magnitudes, active,
                                   n_active)
+                log[j] = j
+            n_log = length
         for step in range(length):
             i = length - 1 - step if descending else step
             row = query_class[h, i] if cached else -1
@@ -253,60 +303,28 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
             if newest >= 0:
                 n_active = _admit(v, h, newest, key_class[h, newest], members, sums, magnitudes,
                                   active, n_active)
+                log[n_log] = newest
+                n_log += 1
             if n_active == 0:  # no allowed key: the output is zero, the tie set empty
                 continue
-            count = n_active
-            keys = 0
-            for idx in range(count):
-                cand[idx] = active[idx]
-                keys += members[active[idx]]
-            unknown = False
-            first = True
-            degree = score_top
-            while degree >= 1 and degree >= score_floor:
-                gap = score_top - degree
-                live = _gap_live(q_live, k_live, gap)
-                best = -np.inf
-                spread = 0.0
-                for idx in range(count):
-                    value = 0.0
-                    if live:
-                        value = _class_score(cache, stamp, want, row, cand[idx], gap, q, k,
-                                             q_live, k_live, h, i, reps[h, cand[idx]], scale, tol)
-                    values[idx] = value
-                    if math.isnan(value):
-                        unknown = True
-                    else:
-                        best = max(best, value)
-                        spread = max(spread, abs(value))
-                kept = 0
-                kept_keys = 0
-                for idx in range(count):
-                    keep[idx] = values[idx] >= best - tol * spread
-                    if keep[idx]:
-                        kept += 1
-                        kept_keys += members[cand[idx]]
-                if first:
-                    first = False
-                    lead_size[h, i] = kept_keys
-                    n_lead = 0
-                    for idx in range(count):
-                        if keep[idx]:
-                            lead[n_lead] = cand[idx]
-                            n_lead += 1
-                elif kept_keys < keys and split_at[h, i] == 0:
-                    split_at[h, i] = degree
-                if not unknown:
-                    n = 0
-                    for idx in range(count):
-                        if keep[idx]:
-                            cand[n] = cand[idx]
-                            n += 1
-                    count = n
-                    keys = kept_keys
-                degree -= 1
-            if first:  # no positive degree compared: the leading tie set is every allowed key
-                lead_size[h, i] = keys
+            score = (cache, stamp, want, row, q, k, q_live, k_live, h, i, reps[h], scale, tol,
+                     live)
+            qc = query_class[h, i]
+            from_prefix = prefix and catch_up(state, qc, log, n_log, active, n_active, members,
+                                              key_class, v, h, score, values, tol)
+            if from_prefix:  # the filter kept for this query class
+                count, keys = sizes[qc, degrees], counts[qc, degrees]
+                cand[:count] = lists[qc, degrees, :count]
+                lead_size[h, i] = counts[qc, 1]
+                for t in range(1, degrees):
+                    if counts[qc, t + 1] < counts[qc, t]:
+                        split_at[h, i] = score_top - t
+                        break
+                unknown = False
+            else:
+                count, keys, n_lead, unknown = _filter_query(
+                    score, active, n_active, members, cand, values, keep, lead, lead_size,
+                    split_at, h, i, score_top, score_floor, tol)
             size[h, i] = keys
             bad = unknown or (keys > 1 and score_floor > 0)
             # Weights per class: exp(s_0 - max s_0) times exp of the 1/c terms, normalised.
@@ -317,7 +335,7 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                     if degree > score_top or degree < score_low or degree < score_floor:
                         a[m, idx] = 0.0
                     else:
-                        a[m, idx] = _class_score(cache, stamp, want, row, cand[idx],
+                        a[m, idx] = class_score(cache, stamp, want, row, cand[idx],
                                                  score_top - degree, q, k, q_live, k_live, h, i,
                                                  reps[h, cand[idx]], scale, tol)
                 if math.isnan(a[0, idx]):
@@ -341,15 +359,22 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
             if keys < lead_size[h, i] and bad:
                 moved[h, i] = np.nan
             elif keys < lead_size[h, i]:  # a split: how far the leading tie set's mean moves
-                for c in range(features):
-                    lead_mean = 0.0
+                if from_prefix:
+                    lead_total[:] = lead_sum(state, qc, sums)
+                else:
+                    lead_total[:] = 0.0
                     for idx in range(n_lead):
-                        lead_mean += sums[lead[idx], 0, c]
-                    lead_mean /= lead_size[h, i]
+                        lead_total += sums[lead[idx], 0]
+                for c in range(features):
+                    lead_mean = lead_total[c] / lead_size[h, i]
                     limit_mean = 0.0
                     for idx in range(count):
                         limit_mean += weights[0, idx] * sums[cand[idx], 0, c]
-                    moved[h, i] = max(moved[h, i], abs(lead_mean - limit_mean))
+                    change = abs(lead_mean - limit_mean)
+                    if math.isnan(change) or math.isnan(moved[h, i]):
+                        moved[h, i] = np.nan  # an unknown value: unknown whether it moved
+                    else:
+                        moved[h, i] = max(moved[h, i], change)
             total[:] = 0.0
             magnitude[:] = 0.0
             for m in range(orders):
