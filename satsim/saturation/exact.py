@@ -315,20 +315,27 @@ class _Evaluator(Backend[Series]):
                                          self.orders)
         self.heads.append(head)
         values = np.nan_to_num(v.terms[v.top])
-        moved = ~(change <= TOL * max(float(np.abs(values).max()), 1e-300))  # NaN: unknown
-        self.report(head, moved, where)
+        self.report(head, change / max(float(np.abs(values).max()), 1e-300), where)
         return self.linear(z, "hte,hed->td", attn.W_O, attn.b_O)
 
-    def report(self, head: HeadLimit, moved: np.ndarray, where: str) -> None:
-        """Record tie sets split below the leading order (and whether that moves the output)."""
-        for h, position in zip(*np.nonzero(head.size < head.lead_size)):
-            effect = ("the leading-order output changes" if moved[h, position]
-                      else "harmless: the split-off values agree at leading order")
+    def report(self, head: HeadLimit, change: np.ndarray, where: str) -> None:
+        """Record tie sets split below the leading order, and whether that moves the output.
+
+        ``change`` (H, T): how far the split moves the output's top value term, relative to
+        the values' scale (NaN where a value is unknown).
+        """
+        split = np.nonzero(head.size < head.lead_size)
+        columns = (split[0], split[1], head.lead_size[split], head.split_at[split],
+                   head.size[split], change[split])  # as lists: one finding per position
+        for h, position, tied, degree, left, moved in zip(*(c.tolist() for c in columns)):
+            harmless = moved <= TOL
+            effect = ("harmless: the split-off values agree at leading order" if harmless
+                      else "the leading-order output changes" if moved > TOL
+                      else "unknown whether the leading-order output changes: a value is unknown")
             self.findings.append(Finding(
-                "tie-split-below-leading-order", f"{where} head {h}", int(position),
-                f"the top-degree scores tie {int(head.lead_size[h, position])} keys; the "
-                f"degree-{int(head.split_at[h, position])} term leaves "
-                f"{int(head.size[h, position])} ({effect})", harmless=not moved[h, position]))
+                "tie-split-below-leading-order", f"{where} head {h}", position,
+                f"the top-degree scores tie {tied} keys; the degree-{degree} term leaves "
+                f"{left} ({effect})", harmless=harmless))
         for h, position in zip(*np.nonzero(head.unresolved)):
             self.findings.append(Finding(
                 "tie-unresolved", f"{where} head {h}", int(position),
