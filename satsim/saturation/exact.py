@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.engine.kernels.expansion import expanded_attention
+from satsim.engine.kernels.expansion import PREFIX_CLASSES, expanded_attention
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
 from satsim.model.masks import allowed_matrix, head_allowed, mask_codes
@@ -411,9 +411,14 @@ def exact_limit_bytes(spec: ModelSpec, tokens: int) -> float:
     """About the peak bytes :func:`exact_limit` holds for a string of ``tokens`` tokens.
 
     It keeps every residual stream (one per sublayer, and the embedding) as a series of
-    (tokens, d_model) terms, and a layer's score cache of up to SCORE_CACHE coefficients:
-    measured (tracemalloc, float64, 200 to 3,200 tokens, d_model 8 to 64) at up to 420 bytes
-    per token, model dimension and stream, plus the cache and 16 MB.
+    (tokens, d_model) terms, a layer's score cache of up to SCORE_CACHE coefficients, and a
+    head's tie filters kept per query class (:data:`PREFIX_CLASSES` lists per positive score
+    degree, of a token each; SPAN + 1 degrees counted, more than any model here reaches).
+    Measured at up to 420 bytes per token, model dimension and stream on trained models
+    (tracemalloc, float64, 200 to 3,200 tokens, d_model 8 to 64) and up to 525 on the compiled
+    example programs, whose series run to more degrees (peak RSS, 10⁵ tokens, d_model 9 to 16):
+    560 here, plus the cache, the filters and 16 MB.
     """
     streams = 1 + len(spec.sublayers())
-    return 8.0 * SCORE_CACHE + 16e6 + 420.0 * spec.d_model * streams * tokens
+    filters = 8.0 * PREFIX_CLASSES * (SPAN + 1) * tokens
+    return 8.0 * SCORE_CACHE + filters + 16e6 + 560.0 * spec.d_model * streams * tokens
