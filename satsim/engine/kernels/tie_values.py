@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from satsim.engine.kernels.queries import score_pair, tie_threshold
-from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_PAST
+from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 
 
 @numba.njit(cache=True)
@@ -40,32 +40,56 @@ def key_bounds(mask, i, n):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _query_spread(q_row, k, v, lo, hi, scale, atol, rtol, scores, limit):
-    """Largest |v_j - v_f| over the members j of one query's widened tie set (f: the first).
+def _members(v, scores, lo, hi, threshold, low, high):
+    """Gather the widened tie set's value range from the scores of keys [lo, hi).
 
-    Stops early once the spread exceeds ``limit``.
+    Sets ``low`` and ``high`` (e,) to each column's least and largest member value (NaN
+    ignored); returns (the first member, the least member score).
     """
-    best = -np.inf
+    low[:] = np.inf
+    high[:] = -np.inf
+    first, weakest = -1, np.inf
     for j in range(lo, hi):
-        scores[j] = score_pair(q_row, k[j], scale)
-        if scores[j] > best:
-            best = scores[j]
-    threshold = tie_threshold(best, 2.0 * atol, 2.0 * rtol)
-    first = -1
+        if not scores[j] < threshold:  # as the attention kernels: a NaN score is a member
+            first = j if first < 0 else first
+            weakest = min(weakest, scores[j])
+            _widen(v[j], low, high)
+    return first, weakest
+
+
+@numba.njit(cache=True, fastmath=False)
+def _widen(row, low, high):
+    """Take one member's value row into the per-column range (NaN ignored)."""
+    for c in range(row.shape[0]):
+        value = np.float64(row[c])
+        if value < low[c]:
+            low[c] = value
+        if value > high[c]:
+            high[c] = value
+
+
+@numba.njit(cache=True, fastmath=False)
+def _spread_from(v_first, low, high):
+    """max_c max(high_c - v_first_c, v_first_c - low_c): the largest |v_j - v_first| of the set.
+
+    Equal to taking each member in turn (rounding is monotone); a NaN difference is ignored.
+    """
     spread = 0.0
-    for j in range(lo, hi):
-        if scores[j] < threshold:
-            continue
-        if first < 0:
-            first = j
-            continue
-        for c in range(v.shape[1]):
-            gap = abs(np.float64(v[j, c]) - np.float64(v[first, c]))
+    for c in range(v_first.shape[0]):
+        first = np.float64(v_first[c])
+        for gap in (high[c] - first, first - low[c]):
             if gap > spread:
                 spread = gap
-        if spread > limit:
-            return spread
     return spread
+
+
+@numba.njit(cache=True)
+def _same_row(a, b):
+    """Whether two query rows are equal entry for entry (they score every key alike)."""
+    for c in range(a.shape[0]):
+        if a[c] != b[c]:
+            return False
+    return True
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -77,11 +101,19 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
     heads to look at; ``masks`` (H,) their mask codes (:data:`satsim.model.masks.MASK_CODES`).
     Returns ``spread`` (B, H) and ``magnitude`` (B, H), the largest |v| of the
     string's real positions. A head's scan stops once spread > relative * magnitude.
+
+    Queries are taken in the order in which their key ranges grow (descending for the future
+    masks). A query equal to the one before scores the same keys alike, so its tie set is the
+    one before's updated with the keys it adds: the best score, and per value column the least
+    and largest member value; only a raised best whose threshold drops a member rescans the
+    range's stored scores. A constant query then costs O(1) a key instead of O(T).
     """
     batch, heads, length = q.shape[0], q.shape[1], q.shape[2]
     spread = np.zeros((batch, heads))
     magnitude = np.zeros((batch, heads))
     scores = np.empty(length)
+    low = np.empty(v.shape[3])
+    high = np.empty(v.shape[3])
     for b in range(batch):
         n = lengths[b]
         for h in range(heads):
@@ -93,14 +125,53 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
                     largest = max(largest, abs(np.float64(v[b, h, j, c])))
             magnitude[b, h] = largest
             limit = relative * largest
-            for i in range(n):
-                if tie_size[b, h, i] < 2:
+            descending = masks[h] == FUTURE or masks[h] == STRICT_FUTURE
+            kept = False  # whether the state below holds the previous query's tie set
+            previous, lo, hi = -1, 0, 0
+            best, threshold, first, weakest = -np.inf, -np.inf, -1, np.inf
+            for step in range(n):
+                i = n - 1 - step if descending else step
+                needed = tie_size[b, h, i] >= 2
+                start, stop = key_bounds(masks[h], i, n)
+                if kept and _same_row(q[b, h, i], q[b, h, previous]) and start <= lo \
+                        and stop >= hi:
+                    raised = best
+                    for a, z in ((start, lo), (hi, stop)):  # the keys this query adds
+                        for j in range(a, z):
+                            scores[j] = score_pair(q[b, h, i], k[b, h, j], scale)
+                            if scores[j] > raised:
+                                raised = scores[j]
+                    if raised > best:
+                        best = raised
+                        threshold = tie_threshold(best, 2.0 * atol, 2.0 * rtol)
+                    if weakest < threshold:  # a member leaves: rescan the stored scores
+                        first, weakest = _members(v[b, h], scores, start, stop, threshold,
+                                                  low, high)
+                    else:
+                        for a, z in ((start, lo), (hi, stop)):
+                            for j in range(a, z):
+                                if scores[j] < threshold:
+                                    continue
+                                first = j if first < 0 or j < first else first
+                                weakest = min(weakest, scores[j])
+                                _widen(v[b, h, j], low, high)
+                elif needed:
+                    best = -np.inf
+                    for j in range(start, stop):
+                        scores[j] = score_pair(q[b, h, i], k[b, h, j], scale)
+                        best = max(best, scores[j])
+                    threshold = tie_threshold(best, 2.0 * atol, 2.0 * rtol)
+                    first, weakest = _members(v[b, h], scores, start, stop, threshold, low,
+                                              high)
+                    kept = True
+                else:
+                    kept = False
                     continue
-                lo, hi = key_bounds(masks[h], i, n)
-                found = _query_spread(q[b, h, i], k[b, h], v[b, h], lo, hi, scale, atol, rtol,
-                                      scores, limit)
-                if found > spread[b, h]:
-                    spread[b, h] = found
-                if spread[b, h] > limit:
-                    break
+                previous, lo, hi = i, start, stop
+                if needed and first >= 0:
+                    found = _spread_from(v[b, h, first], low, high)
+                    if found > spread[b, h]:
+                        spread[b, h] = found
+                    if spread[b, h] > limit:
+                        break
     return spread, magnitude
