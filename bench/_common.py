@@ -50,6 +50,19 @@ def run_child(script: str, args: list[str], threads: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def run_in_checkout(script: str, code: str, args: list[str], threads: int) -> dict:
+    """Run ``script`` in its own process importing satsim from the checkout ``code``, every
+    thread pool set to ``threads``; its last stdout line as JSON, or {"failed": why}."""
+    env = dict(os.environ, PYTHONPATH=code, NUMBA_NUM_THREADS=str(threads),
+               OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads))
+    done = subprocess.run([sys.executable, script, *args], env=env, text=True,
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1][:160]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def write(name: str, payload: dict) -> Path:
     """Write bench/results/<name>.json and return its path."""
     RESULTS.mkdir(exist_ok=True)

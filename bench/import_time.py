@@ -22,13 +22,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import machine, write  # noqa: E402
+from _common import machine, run_in_checkout, write  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES = {
@@ -107,18 +106,6 @@ def tracr_child(program: str, max_seq_len: int, repeats: int) -> dict:
     return row
 
 
-def run_child(code: str, threads: int, args: list[str]) -> dict:
-    """One measurement in its own process, importing satsim from ``code``."""
-    env = dict(os.environ, PYTHONPATH=code, NUMBA_NUM_THREADS=str(threads),
-               OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS=str(threads))
-    done = subprocess.run([sys.executable, __file__, "--child", *args], env=env, text=True,
-                          capture_output=True, check=False)
-    if done.returncode != 0:
-        return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1][:120]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     """Interleave this checkout and the baseline over the models; print, write results/."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -152,7 +139,8 @@ def main() -> None:
                 extra = [code] if kind == "tl" else []
                 row = {"round": round_, "kind": kind, "model": name, "code": code,
                        "load_average_1min": os.getloadavg()[0]}
-                row |= run_child(path, args.threads, [kind, name, *rest, *extra])
+                row |= run_in_checkout(__file__, path, ["--child", kind, name, *rest, *extra],
+                                       args.threads)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     path = write("import_time", {"machine": machine(), "threads": args.threads, "rows": rows})

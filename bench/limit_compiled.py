@@ -20,13 +20,12 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import machine, write  # noqa: E402
+from _common import machine, run_in_checkout, write  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ["a_before_b.brasp", "tomita4.brasp", "a_then_b.brasp", "first.brasp",
@@ -61,17 +60,6 @@ def child(program: str, length: int, strings: int, repeats: int) -> dict:
     return row
 
 
-def run_child(code: str, args: list[str]) -> dict:
-    """One measurement in its own process, importing satsim from ``code``, one thread."""
-    env = dict(os.environ, PYTHONPATH=code, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, __file__, "--child", *args], env=env, text=True,
-                          capture_output=True, check=False)
-    if done.returncode != 0:
-        return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1][:160]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     """Every program at every length, this checkout and the baseline in turn; print, write."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -80,7 +68,7 @@ def main() -> None:
     parser.add_argument("--strings", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--programs", nargs="+", default=PROGRAMS)
-    parser.add_argument("--slow-seconds", type=float, default=20.0)
+    parser.add_argument("--slow-seconds", type=float, default=5.0)
     parser.add_argument("--slow-cap", type=int, default=10_000)
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -100,8 +88,8 @@ def main() -> None:
                     continue
                 row = {"program": program, "length": length, "code": code,
                        "load_average_1min": os.getloadavg()[0]}
-                row |= run_child(path, [program, str(length), str(args.strings),
-                                        str(args.repeats)])
+                row |= run_in_checkout(__file__, path, ["--child", program, str(length),
+                                                        str(args.strings), str(args.repeats)], 1)
                 if row.get("limit", 0.0) > args.slow_seconds:
                     slow.add(code)
                 rows.append(row)
