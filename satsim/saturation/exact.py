@@ -261,12 +261,14 @@ class _Evaluator(Backend[Series]):
         self.streams: list[Series] = []
 
     def note_vanishing(self, x: Series, where: str) -> None:
+        """Record the rows whose top-degree term is zero (one finding per row)."""
         _, degree = row_leading(x)
-        for position in np.flatnonzero((degree < x.top) & (degree > NO_DEGREE)):
+        top = x.top
+        positions = np.flatnonzero((degree < top) & (degree > NO_DEGREE))
+        for position, lower in zip(positions.tolist(), degree[positions].tolist()):
             self.findings.append(Finding(
-                "leading-term-vanishes", where, int(position),
-                f"the degree-{x.top} term is zero; the direction comes from degree "
-                f"{int(degree[position])}"))
+                "leading-term-vanishes", where, position,
+                f"the degree-{top} term is zero; the direction comes from degree {lower}"))
 
     def embed(self, ids: np.ndarray) -> Series:
         """The embedded stream: tokens, plus positions (degree 1 from parameters, 0 if fixed)."""
