@@ -102,6 +102,24 @@ def test_a_rising_best_score_leaves_the_old_tie_set_behind():
         assert spread[0, 0] == 0.0 and magnitude[0, 0] == 1.0, mask
 
 
+def test_a_near_tie_that_a_rising_best_drops_leaves_the_tie_set():
+    # Scores 1 - 3e-9, 1, 1, 1 + 1.5e-9 under one query: at query 2 the widened tie set (twice
+    # the tolerance) holds key 0 beside keys 1 and 2; key 3 raises the best, and key 0 leaves
+    # it while keys 1-3 still tie. Measured from the first member, the set {1, 2, 3} spreads by
+    # 1 and {0, 1, 2, 3} would by 2.
+    q = np.ones((1, 1, 4, 1))
+    k = (1.0 + np.array([-3e-9, 0.0, 0.0, 1.5e-9])).reshape(1, 1, 4, 1)
+    v = np.array([0.0, 1.0, 1.0, 2.0]).reshape(1, 1, 4, 1)
+    for mask, order in (("causal", slice(None)), ("future", slice(None, None, -1))):
+        keys, values = k[..., order, :], v[..., order, :]
+        sizes = tie_size(q[0, 0], keys[0, 0], attn_mask=mask, atol=ATOL, rtol=RTOL,
+                         scale=1.0).reshape(1, 1, 4)
+        got = tie_value_spread(q, keys, values, np.array([4]), sizes, np.array([True]),
+                               mask_codes([mask]), 1.0, ATOL, RTOL, np.inf)
+        want = reference_spread(q, keys, values, np.array([4]), np.array([True]), [mask], 1.0)
+        assert got[0][0, 0] == want[0][0, 0] == 1.0, mask
+
+
 def test_ties_of_different_values_take_the_exact_path_and_equal_ones_do_not():
     spec = random_spec(3, norm="post", positional="none", d_mlp=8)
     strings = ["ab", "abba", "babab"]

@@ -21,7 +21,7 @@ import math
 import numba
 import numpy as np
 
-from satsim.engine.kernels.limit_scores import class_score, class_value, gap_live
+from satsim.engine.kernels.limit_scores import class_score, gap_live
 from satsim.engine.kernels.prefix_ties import (
     catch_up,
     lead_sum,
@@ -142,66 +142,6 @@ def _admit(v, h, j, cls, members, sums, magnitudes, active, n_active):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _filter_query(score, active, n_active, members, cand, values, keep, lead, lead_size,
-                  split_at, h, i, score_top, score_floor, tol):
-    """One query's tie filter over every allowed key class, degree by degree from the top.
-
-    Leaves the classes kept in ``cand`` and the leading tie set's in ``lead``; sets
-    ``lead_size`` and ``split_at`` at (h, i). Returns (classes kept, their keys, classes in the
-    leading tie set, whether a score was unknown).
-    """
-    count = n_active
-    keys = 0
-    n_lead = 0
-    for idx in range(count):
-        cand[idx] = active[idx]
-        keys += members[active[idx]]
-    unknown = False
-    first = True
-    degree = score_top
-    while degree >= 1 and degree >= score_floor:
-        gap = score_top - degree
-        best = -np.inf
-        spread = 0.0
-        for idx in range(count):
-            value = class_value(score, cand[idx], gap)
-            values[idx] = value
-            if math.isnan(value):
-                unknown = True
-            else:
-                best = max(best, value)
-                spread = max(spread, abs(value))
-        kept = 0
-        kept_keys = 0
-        for idx in range(count):
-            keep[idx] = values[idx] >= best - tol * spread
-            if keep[idx]:
-                kept += 1
-                kept_keys += members[cand[idx]]
-        if first:
-            first = False
-            lead_size[h, i] = kept_keys
-            for idx in range(count):
-                if keep[idx]:
-                    lead[n_lead] = cand[idx]
-                    n_lead += 1
-        elif kept_keys < keys and split_at[h, i] == 0:
-            split_at[h, i] = degree
-        if not unknown:
-            n = 0
-            for idx in range(count):
-                if keep[idx]:
-                    cand[n] = cand[idx]
-                    n += 1
-            count = n
-            keys = kept_keys
-        degree -= 1
-    if first:  # no positive degree compared: the leading tie set is every allowed key
-        lead_size[h, i] = keys
-    return count, keys, n_lead, unknown
-
-
-@numba.njit(cache=True, fastmath=False)
 def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_class, score_top,
                        score_floor, score_low, scale, masks, orders, tol, budget):
     """Limit attention of one layer over power-series queries, keys and values.
@@ -307,11 +247,11 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                 n_log += 1
             if n_active == 0:  # no allowed key: the output is zero, the tie set empty
                 continue
-            score = (cache, stamp, want, row, q, k, q_live, k_live, h, i, reps[h], scale, tol,
-                     live)
             qc = query_class[h, i]
-            from_prefix = prefix and catch_up(state, qc, log, n_log, active, n_active, members,
-                                              key_class, v, h, score, values, tol)
+            from_prefix = prefix and catch_up(
+                state, qc, log, n_log, active, n_active, members, key_class, v, h,
+                (cache, stamp, want, row, q, k, q_live, k_live, h, i, reps[h], scale, tol, live),
+                values, tol)
             if from_prefix:  # the filter kept for this query class
                 count, keys = sizes[qc, degrees], counts[qc, degrees]
                 cand[:count] = lists[qc, degrees, :count]
@@ -321,10 +261,59 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                         split_at[h, i] = score_top - t
                         break
                 unknown = False
-            else:
-                count, keys, n_lead, unknown = _filter_query(
-                    score, active, n_active, members, cand, values, keep, lead, lead_size,
-                    split_at, h, i, score_top, score_floor, tol)
+            else:  # this query's own filter over every allowed key class
+                count = n_active
+                keys = 0
+                for idx in range(count):
+                    cand[idx] = active[idx]
+                    keys += members[active[idx]]
+                unknown = False
+                first = True
+                degree = score_top
+                while degree >= 1 and degree >= score_floor:
+                    gap = score_top - degree
+                    best = -np.inf
+                    spread = 0.0
+                    for idx in range(count):
+                        value = 0.0
+                        if live[gap]:
+                            value = class_score(cache, stamp, want, row, cand[idx], gap, q, k,
+                                                q_live, k_live, h, i, reps[h, cand[idx]], scale,
+                                                tol)
+                        values[idx] = value
+                        if math.isnan(value):
+                            unknown = True
+                        else:
+                            best = max(best, value)
+                            spread = max(spread, abs(value))
+                    kept = 0
+                    kept_keys = 0
+                    for idx in range(count):
+                        keep[idx] = values[idx] >= best - tol * spread
+                        if keep[idx]:
+                            kept += 1
+                            kept_keys += members[cand[idx]]
+                    if first:
+                        first = False
+                        lead_size[h, i] = kept_keys
+                        n_lead = 0
+                        for idx in range(count):
+                            if keep[idx]:
+                                lead[n_lead] = cand[idx]
+                                n_lead += 1
+                    elif kept_keys < keys and split_at[h, i] == 0:
+                        split_at[h, i] = degree
+                    if not unknown:
+                        n = 0
+                        for idx in range(count):
+                            if keep[idx]:
+                                cand[n] = cand[idx]
+                                n += 1
+                        count = n
+                        keys = kept_keys
+                    degree -= 1
+                if first:  # no positive degree compared: the leading tie set is every key
+                    lead_size[h, i] = keys
             size[h, i] = keys
             bad = unknown or (keys > 1 and score_floor > 0)
             # Weights per class: exp(s_0 - max s_0) times exp of the 1/c terms, normalised.
@@ -361,12 +350,13 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
             elif keys < lead_size[h, i]:  # a split: how far the leading tie set's mean moves
                 if from_prefix:
                     lead_total[:] = lead_sum(state, qc, sums)
-                else:
-                    lead_total[:] = 0.0
-                    for idx in range(n_lead):
-                        lead_total += sums[lead[idx], 0]
                 for c in range(features):
-                    lead_mean = lead_total[c] / lead_size[h, i]
+                    lead_mean = lead_total[c]
+                    if not from_prefix:
+                        lead_mean = 0.0
+                        for idx in range(n_lead):
+                            lead_mean += sums[lead[idx], 0, c]
+                    lead_mean /= lead_size[h, i]
                     limit_mean = 0.0
                     for idx in range(count):
                         limit_mean += weights[0, idx] * sums[cand[idx], 0, c]

@@ -40,6 +40,35 @@ def key_bounds(mask, i, n):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _query_spread(q_row, k, v, lo, hi, scale, atol, rtol, scores, limit):
+    """Largest |v_j - v_f| over the members j of one query's widened tie set (f: the first).
+
+    Stops early once the spread exceeds ``limit``.
+    """
+    best = -np.inf
+    for j in range(lo, hi):
+        scores[j] = score_pair(q_row, k[j], scale)
+        if scores[j] > best:
+            best = scores[j]
+    threshold = tie_threshold(best, 2.0 * atol, 2.0 * rtol)
+    first = -1
+    spread = 0.0
+    for j in range(lo, hi):
+        if scores[j] < threshold:
+            continue
+        if first < 0:
+            first = j
+            continue
+        for c in range(v.shape[1]):
+            gap = abs(np.float64(v[j, c]) - np.float64(v[first, c]))
+            if gap > spread:
+                spread = gap
+        if spread > limit:
+            return spread
+    return spread
+
+
+@numba.njit(cache=True, fastmath=False)
 def _members(v, scores, lo, hi, threshold, low, high):
     """Gather the widened tie set's value range from the scores of keys [lo, hi).
 
@@ -50,18 +79,19 @@ def _members(v, scores, lo, hi, threshold, low, high):
     high[:] = -np.inf
     first, weakest = -1, np.inf
     for j in range(lo, hi):
-        if not scores[j] < threshold:  # as the attention kernels: a NaN score is a member
-            first = j if first < 0 else first
-            weakest = min(weakest, scores[j])
-            _widen(v[j], low, high)
+        if scores[j] < threshold:  # as the attention kernels: a NaN score is a member
+            continue
+        first = j if first < 0 else first
+        weakest = min(weakest, scores[j])
+        _widen(v, j, low, high)
     return first, weakest
 
 
 @numba.njit(cache=True, fastmath=False)
-def _widen(row, low, high):
-    """Take one member's value row into the per-column range (NaN ignored)."""
-    for c in range(row.shape[0]):
-        value = np.float64(row[c])
+def _widen(v, j, low, high):
+    """Take key j's value row into the per-column range (NaN ignored)."""
+    for c in range(v.shape[1]):
+        value = np.float64(v[j, c])
         if value < low[c]:
             low[c] = value
         if value > high[c]:
@@ -106,7 +136,8 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
     masks). A query equal to the one before scores the same keys alike, so its tie set is the
     one before's updated with the keys it adds: the best score, and per value column the least
     and largest member value; only a raised best whose threshold drops a member rescans the
-    range's stored scores. A constant query then costs O(1) a key instead of O(T).
+    range's stored scores. A constant query then costs O(1) a key instead of O(T). A query
+    whose successor differs from it is scanned alone (:func:`_query_spread`), as every query was.
     """
     batch, heads, length = q.shape[0], q.shape[1], q.shape[2]
     spread = np.zeros((batch, heads))
@@ -133,6 +164,8 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
                 i = n - 1 - step if descending else step
                 needed = tie_size[b, h, i] >= 2
                 start, stop = key_bounds(masks[h], i, n)
+                after = i - 1 if descending else i + 1  # the next query in this order
+                continues = step + 1 < n and _same_row(q[b, h, i], q[b, h, after])
                 if kept and _same_row(q[b, h, i], q[b, h, previous]) and start <= lo \
                         and stop >= hi:
                     raised = best
@@ -144,6 +177,9 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
                     if raised > best:
                         best = raised
                         threshold = tie_threshold(best, 2.0 * atol, 2.0 * rtol)
+                    if weakest < threshold and not needed:  # rescan only a set that is read
+                        kept = False
+                        continue
                     if weakest < threshold:  # a member leaves: rescan the stored scores
                         first, weakest = _members(v[b, h], scores, start, stop, threshold,
                                                   low, high)
@@ -154,7 +190,16 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
                                     continue
                                 first = j if first < 0 or j < first else first
                                 weakest = min(weakest, scores[j])
-                                _widen(v[b, h, j], low, high)
+                                _widen(v[b, h], j, low, high)
+                elif needed and not continues:
+                    kept = False  # the next query differs: this one's scan alone, as before
+                    found = _query_spread(q[b, h, i], k[b, h], v[b, h], start, stop, scale, atol,
+                                          rtol, scores, limit)
+                    if found > spread[b, h]:
+                        spread[b, h] = found
+                    if spread[b, h] > limit:
+                        break
+                    continue
                 elif needed:
                     best = -np.inf
                     for j in range(start, stop):
