@@ -212,7 +212,6 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                       length if prefix else 0, features)
     _, _, lists, sizes, _, _, _, counts, _, _ = state
     log = np.empty(length, dtype=np.int64)
-    lead_total = np.empty(features)
     for h in range(heads):
         members[:] = 0
         sums[:] = 0.0
@@ -348,11 +347,10 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
             if keys < lead_size[h, i] and bad:
                 moved[h, i] = np.nan
             elif keys < lead_size[h, i]:  # a split: how far the leading tie set's mean moves
-                if from_prefix:
-                    lead_total[:] = lead_sum(state, qc, sums)
                 for c in range(features):
-                    lead_mean = lead_total[c]
-                    if not from_prefix:
+                    if from_prefix:
+                        lead_mean = lead_sum(state, qc, sums)[c]
+                    else:
                         lead_mean = 0.0
                         for idx in range(n_lead):
                             lead_mean += sums[lead[idx], 0, c]

@@ -69,22 +69,27 @@ def _query_spread(q_row, k, v, lo, hi, scale, atol, rtol, scores, limit):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _members(v, scores, lo, hi, threshold, low, high):
-    """Gather the widened tie set's value range from the scores of keys [lo, hi).
+def _join(v, scores, lo, hi, threshold, low, high, first, weakest):
+    """Add the members among keys [lo, hi) to a tie set; return its (first, weakest) anew.
 
-    Sets ``low`` and ``high`` (e,) to each column's least and largest member value (NaN
-    ignored); returns (the first member, the least member score).
+    A tie set is its first member, its least member score and its per-column value range
+    (``low``, ``high``, NaN ignored). As the attention kernels, a NaN score is a member.
     """
-    low[:] = np.inf
-    high[:] = -np.inf
-    first, weakest = -1, np.inf
     for j in range(lo, hi):
-        if scores[j] < threshold:  # as the attention kernels: a NaN score is a member
+        if scores[j] < threshold:
             continue
-        first = j if first < 0 else first
+        first = j if first < 0 or j < first else first
         weakest = min(weakest, scores[j])
         _widen(v, j, low, high)
     return first, weakest
+
+
+@numba.njit(cache=True, fastmath=False)
+def _members(v, scores, lo, hi, threshold, low, high):
+    """The widened tie set of keys [lo, hi) from their scores: (first member, least score)."""
+    low[:] = np.inf
+    high[:] = -np.inf
+    return _join(v, scores, lo, hi, threshold, low, high, -1, np.inf)
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -158,16 +163,17 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
             limit = relative * largest
             descending = masks[h] == FUTURE or masks[h] == STRICT_FUTURE
             kept = False  # whether the state below holds the previous query's tie set
-            previous, lo, hi = -1, 0, 0
+            follows = False  # whether the next query equals this one
+            lo, hi = 0, 0
             best, threshold, first, weakest = -np.inf, -np.inf, -1, np.inf
             for step in range(n):
                 i = n - 1 - step if descending else step
                 needed = tie_size[b, h, i] >= 2
                 start, stop = key_bounds(masks[h], i, n)
                 after = i - 1 if descending else i + 1  # the next query in this order
-                continues = step + 1 < n and _same_row(q[b, h, i], q[b, h, after])
-                if kept and _same_row(q[b, h, i], q[b, h, previous]) and start <= lo \
-                        and stop >= hi:
+                same = follows  # this query equals the previous one
+                follows = step + 1 < n and _same_row(q[b, h, i], q[b, h, after])
+                if kept and same and start <= lo and stop >= hi:
                     raised = best
                     for a, z in ((start, lo), (hi, stop)):  # the keys this query adds
                         for j in range(a, z):
@@ -185,13 +191,9 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
                                                   low, high)
                     else:
                         for a, z in ((start, lo), (hi, stop)):
-                            for j in range(a, z):
-                                if scores[j] < threshold:
-                                    continue
-                                first = j if first < 0 or j < first else first
-                                weakest = min(weakest, scores[j])
-                                _widen(v[b, h], j, low, high)
-                elif needed and not continues:
+                            first, weakest = _join(v[b, h], scores, a, z, threshold, low, high,
+                                                   first, weakest)
+                elif needed and not follows:
                     kept = False  # the next query differs: this one's scan alone, as before
                     found = _query_spread(q[b, h, i], k[b, h], v[b, h], start, stop, scale, atol,
                                           rtol, scores, limit)
@@ -212,7 +214,7 @@ def tie_value_spread(q, k, v, lengths, tie_size, live, masks, scale, atol, rtol,
                 else:
                     kept = False
                     continue
-                previous, lo, hi = i, start, stop
+                lo, hi = start, stop
                 if needed and first >= 0:
                     found = _spread_from(v[b, h, first], low, high)
                     if found > spread[b, h]:
