@@ -57,6 +57,8 @@ def strings_up_to(alphabet, n):
     ("brasp", 'alphabet = "ab"\na = Q("a")\naccept = leftmost(True, a[j], True, default=a[j])\n',
      "3:47: the default reads the query position only"),
     ("brasp", 'alphabet = "ab"\naccept = Q("a")[j]\n', "2:10: P[i] and P[j] appear only inside"),
+    ("brasp", 'alphabet = "ab"\n\naccept = Q("a") and  rightmost(True, True, default=False)\n',
+     "3:22: rightmost takes 3 arguments, got 2"),
     ("brasp", 'alphabet = "é"\naccept = Q("é") and Q("x")\n',
      "2:23: symbol 'x' is not in the alphabet"),  # characters, not UTF-8 bytes
 ])

@@ -10,6 +10,14 @@ import click
 from satsim.cli.options import NonEmptyPath, OutputPath, count
 
 
+def same_file(first: str | Path, second: str | Path) -> bool:
+    """Whether two paths name one file (through links and relative parts too)."""
+    first, second = Path(first), Path(second)
+    if first.exists() and second.exists():
+        return first.samefile(second)
+    return first.resolve() == second.resolve()
+
+
 def model_summary(spec) -> dict:
     """Layers, heads, width and the exactness bound of a compiled model."""
     heads = [b.attn.n_heads if b.attn is not None else 0 for b in spec.blocks]
@@ -60,6 +68,11 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
         raise SatsimError("give a program FILE or --lang L (one of them)")
     if program_out is not None and lang_name is None:
         raise SatsimError("--program-out goes with --lang (FILE already is the program)")
+    if out_path is not None and program_path is not None and same_file(out_path, program_path):
+        raise SatsimError(f"-o {out_path} is the program FILE itself; write the model to "
+                          "another file (e.g. one ending in .safetensors)")
+    if out_path is not None and program_out is not None and same_file(out_path, program_out):
+        raise SatsimError(f"-o and --program-out name one file ({out_path}); give two files")
     if lang_name is not None:
         import languages
 

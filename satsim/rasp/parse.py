@@ -307,8 +307,8 @@ class _Reader:
         default = [k.value for k in node.keywords if k.arg == "default"]
         if len(args) == 4 and not default:
             default = [args.pop()]
-        self.arguments(ast.Call(func=node.func, args=args, keywords=node.keywords), 3,
-                       ("default",))
+        self.arguments(ast.copy_location(ast.Call(func=node.func, args=args,
+                                                  keywords=node.keywords), node), 3, ("default",))
         if not default:
             raise self.error(node, f"{side} needs a default: {side}(MASK, SCORE, VALUE, "
                              "default=D)")
