@@ -28,6 +28,7 @@ from satsim.rasp.logic import (
     conjoin,
     cube_neuron,
     cubes,
+    depth,
     disjoin,
     gate_neurons,
     negate,
@@ -49,6 +50,9 @@ BOS_ATOM = var(Token(None))
 """The formula true at BOS only."""
 INLINE_LIMIT = 8
 """Variables a formula may read before it is written into a dimension of its own."""
+DEPTH_LIMIT = 50
+"""How deep a formula may nest before it is written into a dimension of its own (so that
+definitions built on definitions never nest formulas past Python's recursion limit)."""
 
 
 def symbol_atom(symbol: str) -> Formula:
@@ -110,8 +114,9 @@ class Bits:
         return conjoin(*parts) if formula[0] == "and" else disjoin(*parts)
 
     def compact(self, formula: Formula, hint: str = "bit") -> Formula:
-        """The formula itself, or a read of its own dimension once it reads many variables."""
-        if symbols_only(formula) or len(variables(formula)) <= INLINE_LIMIT:
+        """The formula, or a read of its own dimension once it reads many variables or is deep."""
+        if depth(formula) <= DEPTH_LIMIT and (symbols_only(formula)
+                                              or len(variables(formula)) <= INLINE_LIMIT):
             return formula
         return var(self.bit(formula, hint))
 

@@ -97,6 +97,19 @@ def restrict(f: Formula, variable: Hashable, value: bool) -> Formula:
     return substitute(f, lambda v: ("const", value) if v == variable else var(v))
 
 
+def depth(f: Formula) -> int:
+    """How deep the formula nests (a variable or a constant: 1), walked without recursion."""
+    deepest, todo = 0, [(f, 1)]
+    while todo:
+        g, level = todo.pop()
+        deepest = max(deepest, level)
+        if g[0] == "not":
+            todo.append((g[1], level + 1))
+        elif g[0] in ("and", "or"):
+            todo.extend((h, level + 1) for h in g[1])
+    return deepest
+
+
 def _occurrences(f: Formula, counts: Counter) -> None:
     if f[0] == "var":
         counts[f[1]] += 1
