@@ -365,3 +365,15 @@ def test_compile_refuses_to_write_the_model_over_its_program(tmp_path):
     assert "-o and --program-out name one file" in one_error_line(
         run_satsim("compile", "--lang", "first", "-o", both, "--program-out", both))
     assert not (tmp_path / "both").exists()
+
+
+def test_verify_refuses_long_strings_beyond_memory_naming_its_own_options():
+    program = str(Path(__file__).resolve().parent.parent / "examples" / "dyck1.crasp")
+    line = one_error_line(run_satsim("verify", program, "--long", "1000000000"))
+    assert "--long 1,000,000,000 strings" in line and "lower --long or --long-len" in line
+    patch = ("import satsim.rasp.verify\n"
+             "def full(*args, **kwargs):\n"
+             "    raise MemoryError\n"
+             "sys.modules['satsim.rasp.verify'].verify_all = full")
+    line = one_error_line(patched_satsim(patch, "verify", program, "--long", "3"))
+    assert "lower --long, --long-len or --max-len" in line and "-n" not in line

@@ -105,3 +105,16 @@ def test_verifying_against_two_meanings_runs_the_model_once(monkeypatch):
     assert len(runs) == 1
     assert found["right"].ok and found["right"].exhaustive_max_len == 6
     assert found["wrong"].wrong == runs[0] == 2 ** 7 - 1 + 2
+
+
+@pytest.mark.parametrize("name", ["dyck1.crasp", "anbn.crasp"])
+def test_verify_draws_long_strings_of_both_answers_where_random_ones_are_all_rejected(name):
+    from satsim.rasp.verify import random_strings
+
+    program = read_program(EXAMPLES / name)
+    meaning = interpreter(program)
+    assert not any(meaning(s) for s in random_strings(program.alphabet, 20, 10_000))
+    check = verify(compile_program(program), meaning, program.alphabet, max_len=6,
+                   long_count=20, long_len=10_000)
+    assert check.ok and check.long_strings == 20 and check.long_max_len == 10_000
+    assert 0 < check.long_accepted < 20

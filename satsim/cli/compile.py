@@ -75,6 +75,9 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
         raise SatsimError(f"-o and --program-out name one file ({out_path}); give two files")
     if lang_name is not None:
         import languages
+        from satsim.rasp.verify import check_long_strings
+
+        check_long_strings(long_count, long_len, samples=True)
 
         language = languages.get(lang_name)
         text = star_free_program(lang_name)
