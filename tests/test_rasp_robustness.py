@@ -62,3 +62,44 @@ def test_a_long_chain_of_definitions_each_built_on_the_last_compiles_to_its_mean
                      f'b{k} = (b{k - 1} or Q("b")) and Q("a")')
     lines.append("accept = b1499 or b1498")
     decides_as_its_meaning("\n".join(lines) + "\n", language)
+
+
+BIG = "1000000000 * (30 * count(Q(\"a\"))) - 1000000000 * (30 * count(Q(\"b\")))"  # 3·10¹⁰·d
+AT_THE_BOUND = {  # program → its meaning in exact integers, from d = count(a) − count(b)
+    f"{BIG} < 1000000000 * (60 * 1) + 1": lambda d: 30 * 10**9 * d < 60 * 10**9 + 1,
+    f"{BIG} == 1000000000 * (60 * 1)": lambda d: 30 * 10**9 * d == 60 * 10**9,
+    f"{BIG} >= 1000000000 * (90 * 1) - 1": lambda d: 30 * 10**9 * d >= 90 * 10**9 - 1,
+    f"{BIG} + 1000000000 * (30 * 1) > 0": lambda d: 30 * 10**9 * (d + 1) > 0,
+}
+
+
+@pytest.mark.parametrize("comparison", sorted(AT_THE_BOUND))
+def test_large_constants_are_exact_up_to_the_stated_length_and_refused_past_it(comparison):
+    """At the stated bound, every string whose count difference puts the comparison one unit
+    from its threshold is answered as exact integer arithmetic says; one token more is refused.
+    """
+    from satsim.errors import SatsimError
+
+    spec = compile_program(parse_program(f'alphabet = "abc"\naccept = {comparison}\n', "crasp"))
+    length = spec.max_tokens - 1  # symbols; BOS is the other token
+    assert 1_000 < length < 100_000  # the counts' coefficients bound it, not the constants
+    rng = np.random.default_rng(0)
+    strings, differences = [], []
+    for d in range(-4, 6):
+        for filler in (0, 7, length // 3):
+            a = (length - filler + d) // 2
+            b = a - d
+            symbols = list("a" * a + "b" * b + "c" * (length - a - b))
+            strings.append("".join(rng.permutation(symbols)))
+            differences.append(d)
+    want = [AT_THE_BOUND[comparison](d) for d in differences]
+    assert any(want) and not all(want)
+    assert Simulator(spec).accepts(strings).tolist() == want
+    with pytest.raises(SatsimError, match="is exact for"):
+        Simulator(spec).accepts([strings[0] + "c"])
+
+
+def test_a_large_plain_constant_keeps_the_generic_length_bound():
+    compiled = [compile_program(parse_program(f'alphabet = "ab"\naccept = {text}\n', "crasp"))
+                for text in ('count(Q("a")) < 1000000000', 'count(Q("a")) < 2')]
+    assert compiled[0].max_tokens == compiled[1].max_tokens > 10**8

@@ -298,3 +298,39 @@ def test_compiling_a_model_too_large_for_memory_is_refused_while_it_is_laid_out(
     monkeypatch.setattr(resources, "available_memory", lambda: 10**8)
     with pytest.raises(SatsimError, match="weights so far"):  # long before the whole layout
         compile_program(parse_program(program_text("dyck-4-1000"), "brasp"))
+
+
+def markdown_table(text: str, header: str) -> dict[str, dict[str, str]]:
+    """The rows of the table under ``header`` (its first line), by their first cell."""
+    start = text.index(header)
+    lines = text[start:].split("\n\n", 1)[0].splitlines()
+    names = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = [dict(zip(names, (cell.strip() for cell in line.strip("|").split("|"))))
+            for line in lines[2:]]
+    return {row[names[0]]: row for row in rows}
+
+
+def test_the_compiled_sizes_in_docs_rasp_are_the_compilers():
+    """The star-free and nesting-program tables of docs/rasp.md, against models compiled now."""
+    from pathlib import Path
+
+    from satsim.cli.compile import model_summary
+    from satsim.rasp.holonomy import cascade
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "rasp.md").read_text()
+    cascades = markdown_table(text, "| language | cascade levels | B-RASP definitions | layers |")
+    nesting = markdown_table(text, "| language | B-RASP definitions | layers | heads | d_model |"
+                                   " parameters |")
+    assert len(cascades) == 10 and len(nesting) == 5
+    for name, row in {**cascades, **nesting}.items():
+        program = parse_program(program_text(name), "brasp", name)
+        spec = compile_program(program, name)
+        info = model_summary(spec)
+        built = {"B-RASP definitions": len(program.definitions), "layers": info["layers"],
+                 "heads": info["heads"], "d_model": info["d_model"]}
+        if name in cascades:
+            built["cascade levels"] = len(cascade(language_dfa(languages.get(name))).levels)
+        else:
+            built["parameters"] = sum(array.size for array in spec.tensors().values())
+        documented = {key: int(row[key].replace(",", "")) for key in built}
+        assert documented == built, name
