@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from satsim.cli.options import NonEmptyPath, OutputPath, count
+from satsim.cli.progress import every_so_often
 
 
 def same_file(first: str | Path, second: str | Path) -> bool:
@@ -94,7 +95,8 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
         from satsim.rasp.verify import language_samples
 
         check = verify(spec, language.contains, language.alphabet, max_len, long_count,
-                       long_len, extra=language_samples(language, long_count, long_len))
+                       long_len, extra=language_samples(language, long_count, long_len),
+                       progress=every_so_often("long strings checked"))
         info["verification"] = check.as_dict()
         if not check.ok:  # a bug of the compiler: keep the traceback, write nothing
             raise RuntimeError(f"the compiled model of {lang_name} disagrees with its oracle "

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from satsim.cli.options import NonEmptyPath, count
+from satsim.cli.progress import every_so_often
 
 
 @click.command("verify")
@@ -59,7 +60,7 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
         extra = []
     try:
         results = verify_all(spec, meanings, program.alphabet, max_len, long_count, long_len,
-                             seed, extra)
+                             seed, extra, progress=every_so_often("long strings checked"))
     except MemoryError:
         raise SatsimError("out of memory; lower --long, --long-len or --max-len") from None
     if as_json:

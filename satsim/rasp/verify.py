@@ -142,24 +142,26 @@ def language_samples(language, count: int, max_len: int, seed: int = 0) -> list[
 
 def verify(spec: ModelSpec, meaning: Callable[[str], bool], alphabet: tuple[str, ...],
            max_len: int = 10, long_count: int = 20, long_len: int = 10_000,
-           seed: int = 0, extra: Sequence[str] = (),
-           budget: int = EXHAUSTIVE_BUDGET) -> Verification:
+           seed: int = 0, extra: Sequence[str] = (), budget: int = EXHAUSTIVE_BUDGET,
+           progress: Callable[[int, int], None] | None = None) -> Verification:
     """Compare the model's decisions with ``meaning`` on every short and some long strings.
 
     ``extra`` strings (a language's samples, say) count with the long ones; the exhaustive part
     stops at the longest length whose strings fit in ``budget``.
     """
     return verify_all(spec, {"meaning": meaning}, alphabet, max_len, long_count, long_len, seed,
-                      extra, budget)["meaning"]
+                      extra, budget, progress)["meaning"]
 
 
 def verify_all(spec: ModelSpec, meanings: Mapping[str, Callable[[str], bool]],
                alphabet: tuple[str, ...], max_len: int = 10, long_count: int = 20,
                long_len: int = 10_000, seed: int = 0, extra: Sequence[str] = (),
-               budget: int = EXHAUSTIVE_BUDGET) -> dict[str, Verification]:
+               budget: int = EXHAUSTIVE_BUDGET,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Verification]:
     """:func:`verify` against each of several meanings: the same strings, the model run once.
 
     The long strings grow (:func:`grown_strings`) the short ones the first meaning accepts.
+    ``progress(done, total)`` is called as the long strings are run, a few at a time.
     """
     check_long_strings(long_count, long_len)
     short, reached = all_strings_up_to(alphabet, max_len, budget)
@@ -169,7 +171,7 @@ def verify_all(spec: ModelSpec, meanings: Mapping[str, Callable[[str], bool]],
     long = random_strings(alphabet, long_count - grown, long_len, seed) if long_count else []
     long += grown_strings(accepted, grown, long_len, seed) + list(extra)
     strings = short + long
-    got = np.asarray(Simulator(spec).accepts(strings), dtype=bool)
+    got = _decisions(spec, short, long, progress)
     found = {}
     for name, meaning in meanings.items():
         want = np.array(wants[name] + [meaning(s) for s in long], dtype=bool)
@@ -178,6 +180,21 @@ def verify_all(spec: ModelSpec, meanings: Mapping[str, Callable[[str], bool]],
                                    max(map(len, long), default=0), int(want[len(short):].sum()),
                                    int(len(wrong)), strings[wrong[0]] if len(wrong) else None)
     return found
+
+
+def _decisions(spec: ModelSpec, short: list[str], long: list[str],
+               progress: Callable[[int, int], None] | None) -> np.ndarray:
+    """The model's decisions on the short strings, then on the long ones a few at a time."""
+    import numba
+
+    simulator = Simulator(spec)
+    parts = [np.asarray(simulator.accepts(short), dtype=bool)]
+    step = max(1, numba.get_num_threads())
+    for start in range(0, len(long), step):
+        parts.append(np.asarray(simulator.accepts(long[start:start + step]), dtype=bool))
+        if progress is not None:
+            progress(min(start + step, len(long)), len(long))
+    return np.concatenate(parts)
 
 
 def _shown(string: str | None) -> str:
