@@ -87,13 +87,7 @@ def language_dfa(language) -> DFA:
         return minimal_dfa(tuple(language.alphabet), np.asarray(delta), int(language.start),
                            np.asarray(language.accept))
     if isinstance(getattr(language, "max_depth", None), int) and hasattr(language, "pairs"):
-        states = stack_states(len(language.pairs), language.max_depth)
-        if states > MAX_STATES:
-            raise SatsimError(f"the minimal DFA of {language.name} has {_about(states)} states "
-                              f"(every stack of up to {language.max_depth} brackets of "
-                              f"{len(language.pairs)} types, and a dead state); star-freeness is "
-                              f"decided for at most {MAX_STATES:,}: lower the depth M or the "
-                              "bracket types K")
+        check_stack_states(language.name, len(language.pairs), language.max_depth)
         return minimal_dfa(*_stack_dfa(language.pairs, language.max_depth))
     raise SatsimError(f"language {language.name!r} is not regular as the suite gives it (no "
                       "DFA); star-freeness is decided for the regular languages")
@@ -105,6 +99,17 @@ def stack_states(kinds: int, depth: int) -> int:
     Each stack of open brackets is one, and the dead state another.
     """
     return sum(kinds**height for height in range(depth + 1)) + 1
+
+
+def check_stack_states(name: str, kinds: int, depth: int) -> int:
+    """The states of :func:`stack_states`, refused in one line past :data:`MAX_STATES`."""
+    states = stack_states(kinds, depth)
+    if states > MAX_STATES:
+        raise SatsimError(f"the minimal DFA of {name} has {_about(states)} states (every stack "
+                          f"of up to {depth} brackets of {kinds} types, and a dead state); "
+                          f"star-freeness is decided for at most {MAX_STATES:,}: lower the "
+                          "depth M or the bracket types K")
+    return states
 
 
 def stack_monoid_size(kinds: int, depth: int) -> int:

@@ -89,12 +89,12 @@ class Circuit:
             if (other.query, other.key, other.mask) == (head.query, head.key, head.mask):
                 value = {**head.value, **other.value}  # a source copied already keeps its dim
                 heads[index] = Head(other.query, other.key, value, mask=other.mask)
+                self.grown(2 * (len(value) - len(other.value)))
                 break
         else:
             heads.append(head)
             value = head.value
-            self.grown(2 * max(columns_read(head.query), columns_read(head.key)))
-        self.grown(2 * len(head.value))
+            self.grown(2 * (max(columns_read(head.query), columns_read(head.key)) + len(value)))
         copies = {source: value[source] for source in head.value}
         for name in copies.values():
             self.ready.setdefault(name, slot)

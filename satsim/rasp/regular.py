@@ -10,13 +10,12 @@ from languages import RegularLanguage
 from satsim.engine.resources import check_memory
 from satsim.errors import SatsimError
 from satsim.rasp.automata import (
-    MAX_STATES,
     Decision,
+    check_stack_states,
     decide,
     language_dfa,
     monoid_cost,
     stack_monoid_size,
-    stack_states,
 )
 from satsim.rasp.holonomy import brasp_text, cascade, check_cascade_size
 from satsim.rasp.nesting import nesting_program
@@ -59,9 +58,7 @@ def decision_estimate(name: str) -> Estimate:
     if not _bounded_dyck(language):
         return Estimate(language_dfa(language).states, None, None, None)
     kinds, depth = len(language.pairs), language.max_depth
-    states = stack_states(kinds, depth)
-    if states > MAX_STATES:
-        language_dfa(language)  # refuses, saying why
+    states = check_stack_states(name, kinds, depth)
     elements = stack_monoid_size(kinds, depth)
     return Estimate(states, elements, *monoid_cost(states, 2 * kinds, elements))
 
