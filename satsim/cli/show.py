@@ -95,8 +95,8 @@ def _print_degrees(table: dict) -> None:
 
 @click.command("show")
 @click.option("--lang", "lang_name", default=None, help="A language with a built-in construction.")
-@click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False), default=None,
-              help="A saved model spec (.safetensors).")
+@click.option("--model", "model_path", type=NonEmptyPath(), default=None,
+              help="A saved model spec (.safetensors) or a Hugging Face GPT-2 checkpoint folder.")
 @click.option("--degrees", "with_degrees", is_flag=True,
               help="Also print the degree of homogeneity of every node of the network graph.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
