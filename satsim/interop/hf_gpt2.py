@@ -121,10 +121,12 @@ def check_against_transformers(folder: Path, spec: ModelSpec, probes: int = 4) -
     """
     import torch
     from transformers import GPT2LMHeadModel
+    from transformers.utils import logging as transformers_logging
 
     from satsim.model.settings import AttentionSettings
     from satsim.reference.forward import forward
 
+    transformers_logging.disable_progress_bar()
     wide = spec.astype(np.float64)
     model = GPT2LMHeadModel.from_pretrained(str(folder)).double().eval()
     rng = np.random.default_rng(0)
