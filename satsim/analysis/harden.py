@@ -89,28 +89,49 @@ class _Judge:
         self.spec = spec
         self.strings = [list(group) for group in strings]
         self.soft = [self.answers(spec, group) for group in self.strings]
+        self.soft_traces: list[list] | None = None
 
     @staticmethod
     def answers(spec: ModelSpec, group: list[str]) -> list:
         """The decoded answers of ``spec`` (soft heads: softmax) on ``group``."""
         return Simulator(spec, "softmax").outputs(group) if group else []
 
-    def agreement(self, options: dict[Head, Option]) -> tuple[float, ...]:
-        """Per bin, the share of strings whose answers equal the soft model's."""
+    def agreement(self, options: dict[Head, Option],
+                  stop_below: float | None = None) -> tuple[float, ...]:
+        """Per bin, the share of strings whose answers equal the soft model's.
+
+        With ``stop_below``, the bins after the first whose share is below it are not run
+        (their shares are NaN): the options already fail.
+        """
         variant = with_kinds(self.spec, options)
         shares = []
         for group, soft in zip(self.strings, self.soft):
+            if shares and stop_below is not None and shares[-1] < stop_below:
+                shares.append(float("nan"))
+                continue
             got = self.answers(variant, group)
             shares.append(float(np.mean([a == b for a, b in zip(got, soft)])) if group else 1.0)
         return tuple(shares)
 
+    def keeps(self, options: dict[Head, Option]) -> tuple[float, ...] | None:
+        """The shares per bin when every bin keeps :data:`AGREEMENT` of the answers, else None."""
+        shares = self.agreement(options, stop_below=AGREEMENT)
+        return shares if min(shares) >= AGREEMENT else None
+
     def classes(self, head: Head, width: float) -> tuple[int, ...]:
-        """Per bin, the most score classes of width ``width`` any query of ``head`` sees."""
+        """Per bin, the most score classes of width ``width`` any query of ``head`` sees.
+
+        The head's queries and keys are the soft model's: the head is tried with every other
+        head soft, and its own kind does not change its inputs.
+        """
         layer, h = head
+        if self.soft_traces is None:  # the soft model's queries and keys, traced once
+            self.soft_traces = [Simulator(self.spec, "softmax").traces(group) if group else []
+                                for group in self.strings]
         most = []
-        for group in self.strings:
+        for traces in self.soft_traces:
             top = 0
-            for trace in Simulator(self.spec, "softmax").traces(group) if group else []:
+            for trace in traces:
                 layer_trace = trace.layers[layer]
                 counts = class_count(layer_trace.queries[h], layer_trace.keys[h], width=width,
                                      scale=layer_trace.scale, attn_mask=layer_trace.masks[h])
@@ -119,22 +140,18 @@ class _Judge:
         return tuple(most)
 
 
-def _keeps(shares: tuple[float, ...]) -> bool:
-    return min(shares) >= AGREEMENT
-
-
 def _head_options(judge: _Judge, head: Head) -> tuple[HeadReport, list[Option]]:
     """Try every kind and width on ``head`` alone; its report and its options, preferred first."""
     tolerant, tolerant_shares = [], {}
     for width in (None, *WIDTHS):
-        shares = judge.agreement({head: ("tolerant-hard", width)})
-        if _keeps(shares):
+        shares = judge.keeps({head: ("tolerant-hard", width)})
+        if shares is not None:
             tolerant.append(width)
             tolerant_shares[width] = shares
     counting, counting_shares, counting_classes = [], {}, {}
     for width in WIDTHS:
-        shares = judge.agreement({head: ("score-class", width)})
-        if not _keeps(shares):
+        shares = judge.keeps({head: ("score-class", width)})
+        if shares is None:
             continue
         classes = judge.classes(head, width)
         if max(classes) <= MAX_CLASSES and classes[-1] <= classes[0]:
@@ -170,7 +187,7 @@ def harden(spec: ModelSpec, strings: Sequence[Sequence[str]],
     order = sorted(options, key=lambda head: -min(reports[head].agreement))
     for head in order:
         for option in options[head]:
-            if _keeps(judge.agreement({**kept, head: option})):
+            if judge.keeps({**kept, head: option}) is not None:
                 kept[head] = option
                 break
     final = []
