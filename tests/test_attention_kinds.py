@@ -220,3 +220,26 @@ def test_the_limit_of_a_hybrid_is_refused():
     for take in (lambda: limit(hybrid), lambda: exact_limit(hybrid, "ab")):
         with pytest.raises(SatsimError, match="fixes attention kinds per head"):
             take()
+
+
+@MODEST
+@given(near_ties())
+def test_the_soft_twin_weighs_fixed_kinds_as_the_oracles(case):
+    import torch
+
+    from satsim.model.settings import AttentionSettings
+    from satsim.soft.hard_attention import kind_weights
+
+    width, scores, values = case
+    s = torch.from_numpy(scores[None, :])
+    allowed = torch.ones_like(s, dtype=torch.bool)
+    ways = {"score-class": AttentionSettings("score-class", width=width),
+            "tolerant-hard": AttentionSettings("saturated", atol=width, rtol=0.0)}
+    for name, way in ways.items():
+        out = float(kind_weights(s, allowed, way, torch.float64)[0] @ torch.from_numpy(values))
+        if name == "score-class":
+            expected = _class_oracle(scores, values, width)[0]
+        else:
+            chosen = [Fraction(float(x)) for x, m in zip(values, _members(scores, width)) if m]
+            expected = float(sum(chosen) / len(chosen))
+        assert out == pytest.approx(expected, rel=1e-12, abs=1e-12 * max(1.0, np.abs(values).max()))
