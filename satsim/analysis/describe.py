@@ -22,7 +22,11 @@ def head_kind(attn: AttentionSpec, head: int) -> str:
 
 
 def describe(spec: ModelSpec) -> dict:
-    """Architecture, sizes and head kinds of ``spec`` as a JSON-ready dict."""
+    """Architecture, sizes and head kinds of ``spec`` as a JSON-ready dict.
+
+    ``heads`` lists every head with the attention kind it fixes (HEAD_KINDS; "run": the run's)
+    and its width δ; a layer's ``kinds`` say what each head can do, read off its weights.
+    """
     layers = []
     for block in spec.blocks:
         row = {}
@@ -52,7 +56,16 @@ def describe(spec: ModelSpec) -> dict:
         "parameters": int(sum(a.size for a in spec.tensors().values())), "layers": layers,
         "source_language": spec.source_language, "source": spec.source,
         "max_tokens": spec.max_tokens,
+        "heads": [{"layer": layer, "head": head, "kind": kind, "delta": delta}
+                  for layer, block in enumerate(spec.blocks) if block.attn is not None
+                  for head, (kind, delta) in enumerate(zip(block.attn.head_kinds,
+                                                           block.attn.head_deltas))],
     }
+
+
+def kind_text(kind: str, delta: float | None) -> str:
+    """A head's attention kind for a reader: ``score-class(δ=0.02)``, ``soft``, ``run``."""
+    return kind if delta is None else f"{kind}(δ={delta:.3g})"
 
 
 def _written(spec: ModelSpec, weight: np.ndarray) -> list[str]:

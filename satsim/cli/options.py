@@ -15,7 +15,9 @@ def load_model(lang_name: str | None, model_path: str | None, task: str = "recog
     from satsim import constructions
 
     if model_path is not None:
-        return load_spec(model_path)
+        from satsim.interop.hf_gpt2 import from_hf_gpt2, is_checkpoint
+
+        return from_hf_gpt2(model_path) if is_checkpoint(model_path) else load_spec(model_path)
     if lang_name is None:
         raise SatsimError("give --lang L (its construction) or --model PATH")
     if lang_name not in constructions.names():
@@ -95,8 +97,9 @@ OPTIONAL_LANGUAGE_OPTION = click.option(
     help="Language (see `satsim languages`): its construction, and its oracle beside the "
          "answers. Optional with --model.")
 MODEL_OPTIONS = [
-    click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False),
-                 help="A saved model spec (.safetensors); default: the language's construction."),
+    click.option("--model", "model_path", type=NonEmptyPath(),
+                 help="A saved model spec (.safetensors) or a Hugging Face GPT-2 checkpoint "
+                      "folder; default: the language's construction."),
     click.option("--task", type=click.Choice(LANGUAGE_TASKS),
                  default="recognition", show_default=True,
                  help="Which construction to build (ignored with --model)."),

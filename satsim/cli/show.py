@@ -6,7 +6,7 @@ import json
 
 import click
 
-from satsim.analysis.describe import degree_table, describe
+from satsim.analysis.describe import degree_table, describe, kind_text
 from satsim.cli.options import NonEmptyPath, load_model
 from satsim.rasp.syntax import LANGUAGE_NAMES
 
@@ -36,6 +36,8 @@ def _print_description(info: dict) -> None:
 def _layer_lines(info: dict) -> list[str]:
     """Each layer's sublayers, heads and (for named dimensions) what they write."""
     lines = []
+    fixed = {(h["layer"], h["head"]): kind_text(h["kind"], h["delta"]) for h in info["heads"]
+             if h["kind"] != "run"}
     for layer, row in enumerate(info["layers"]):
         if "attn" in row:
             a = row["attn"]
@@ -44,8 +46,9 @@ def _layer_lines(info: dict) -> list[str]:
                          f"{a['d_v']}, {a['mask']}, scale "
                          f"{a['scale']:.4g}, biases {', '.join(a['biases']) or 'none'}")
             for head, (kind, writes) in enumerate(zip(a["kinds"], a["writes"])):
-                lines.append(f"  head {head}: {kind}" + (f" → {', '.join(writes)}"
-                                                         if writes else ""))
+                runs = f", runs {fixed[layer, head]}" if (layer, head) in fixed else ""
+                lines.append(f"  head {head}: {kind}{runs}" + (f" → {', '.join(writes)}"
+                                                               if writes else ""))
         if "mlp" in row:
             m = row["mlp"]
             lines.append(f"layer {layer} mlp: d_mlp {m['d_mlp']}, {m['activation']}, biases "
@@ -92,8 +95,8 @@ def _print_degrees(table: dict) -> None:
 
 @click.command("show")
 @click.option("--lang", "lang_name", default=None, help="A language with a built-in construction.")
-@click.option("--model", "model_path", type=NonEmptyPath(dir_okay=False), default=None,
-              help="A saved model spec (.safetensors).")
+@click.option("--model", "model_path", type=NonEmptyPath(), default=None,
+              help="A saved model spec (.safetensors) or a Hugging Face GPT-2 checkpoint folder.")
 @click.option("--degrees", "with_degrees", is_flag=True,
               help="Also print the degree of homogeneity of every node of the network graph.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -27,7 +27,7 @@ from satsim.engine.kernels.layers import use_parallel
 from satsim.engine.kernels.queries import MAX_SCORE
 from satsim.errors import SatsimError
 from satsim.model.masks import MASKS, REVERSED, mask_named
-from satsim.model.settings import ATTENTION_KINDS, tie_tolerance
+from satsim.model.settings import EVALUATED_KINDS, tie_tolerance
 from satsim.model.spec import default_scale
 
 KIND_CODES = {
@@ -35,7 +35,10 @@ KIND_CODES = {
     "saturated": kernels.SATURATED,
     "unique-left": kernels.UNIQUE_LEFT,
     "unique-right": kernels.UNIQUE_RIGHT,
+    "score-class": kernels.SCORE_CLASS,
 }
+SCORE_MATRIX_KINDS = (kernels.SOFTMAX, kernels.SCORE_CLASS)
+"""Kinds that weigh every key (no tie filter): they take neither key classes nor score tiles."""
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,11 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
               query_mask: np.ndarray | None = None, atol: float | None = None,
               rtol: float | None = None, scale: float | None = None,
               same_scores: np.ndarray | bool | None = None,
-              attn_mask: str | None = None) -> AttentionResult:
+              attn_mask: str | None = None, width: float = 0.0) -> AttentionResult:
     """Run attention of the given kind and return its output with tie diagnostics.
+
+    ``width`` is score-class's class width δ (:func:`satsim.reference.attention.class_indices`);
+    its tie size is the size of the top class' tie set at the tolerance, as softmax's.
 
     ``same_scores`` (bool, broadcastable to the batch dims) is the caller's promise that an item's
     keys, or its queries, are constant by construction (a counting head: zero key map, or zero
@@ -152,7 +158,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     check. Items not promised are checked at run time, with the same result.
     """
     if kind not in KIND_CODES:
-        raise SatsimError(f"unknown attention kind {kind!r}; known: {', '.join(ATTENTION_KINDS)}")
+        raise SatsimError(f"unknown attention kind {kind!r}; known: {', '.join(EVALUATED_KINDS)}")
     attn_mask = mask_named(causal, attn_mask)
     if attn_mask not in MASKS:
         raise SatsimError(f"unknown attention mask {attn_mask!r}; known: {', '.join(MASKS)}")
@@ -177,6 +183,9 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
             f"batch dims do not broadcast: q {q.shape}, k {k.shape}, v {v.shape}, "
             f"mask {key_mask.shape}, query_mask {real_queries.shape}") from None
     beta = _check_positive("beta", beta)
+    width = float(width)
+    if not (math.isfinite(width) and width >= 0):
+        raise SatsimError(f"a class width must be finite and >= 0, got {width}")
     atol, rtol = tie_tolerance(q.dtype, atol, rtol)
     scale = default_scale(d) if scale is None else float(scale)
     if not math.isfinite(scale):
@@ -202,13 +211,15 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     key_mask, real_queries = (np.require(x, requirements=("C", "W"))
                               for x in (problem.key_mask, problem.query_mask))
     causal, code = problem.causal, KIND_CODES[problem.kind]
+    if code == kernels.SCORE_CLASS:
+        beta = width  # the kernels' parameter of the kind
     known = np.full(n_items, kernels.UNKNOWN, dtype=np.int64)
     if same_scores is not None:
         promised = np.broadcast_to(np.asarray(same_scores, dtype=bool), batch).reshape(-1)
         known[promised] = kernels.SAME_SCORES
     paths = kernels.item_paths(q, k, key_mask, real_queries, causal, code, known)
     by_classes = np.zeros(0, dtype=np.int64)
-    if (code != kernels.SOFTMAX and S >= classes.MIN_KEYS and scale != 0
+    if (code not in SCORE_MATRIX_KINDS and S >= classes.MIN_KEYS and scale != 0
             and (paths == kernels.GENERAL).any()):
         announce_compile(path="classes", dtype=k.dtype)
         by_classes = np.flatnonzero(classes.few_classes(k, key_mask, paths))
@@ -217,7 +228,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, kind: str = "satur
     item_work = T * S * d // (2 if causal else 1)
     work = general.size * item_work + n_items * T * (d + e)
     parallel = use_parallel(work)
-    if code == kernels.SOFTMAX or general.size == 0 or T * S < tiles.TILE_SCORES or scale == 0:
+    if code in SCORE_MATRIX_KINDS or general.size == 0 or T * S < tiles.TILE_SCORES or scale == 0:
         kernel = kernels.attend_parallel if parallel else kernels.attend
         out, tie_size, tie_gap = kernel(q, k, v, key_mask, real_queries, causal, code, beta,
                                         atol, rtol, scale, paths)

@@ -18,7 +18,7 @@ from satsim.engine.kernels.layers import run_layer_norm as layer_norm
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, counting_heads, run
 from satsim.model.encoding import embed, positional_vectors
-from satsim.model.settings import AttentionSettings, overflow_remedy
+from satsim.model.settings import AttentionSettings, head_settings, overflow_remedy
 from satsim.model.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec, OutputSpec
 
 
@@ -114,20 +114,24 @@ def apply_attention(
                           f"(the model's weights are too large for it); use "
                           f"{overflow_remedy(x.dtype)}")
     head_mask = mask[:, None, :]
-    masks, same_scores = attn.head_masks, counting_heads(attn)
-    groups = {m: [h for h, other in enumerate(masks) if other == m] for m in dict.fromkeys(masks)}
+    same_scores = counting_heads(attn)
+    ways = [(m, head_settings(settings, kind, delta))
+            for m, kind, delta in zip(attn.head_masks, attn.head_kinds, attn.head_deltas)]
+    groups = {way: [h for h, other in enumerate(ways) if other == way]
+              for way in dict.fromkeys(ways)}
+
+    def run(way: tuple[str, AttentionSettings], heads) -> AttentionResult:
+        m, how = way
+        return attention(
+            q[:, heads], k[:, heads], v[:, heads], kind=how.kind, beta=how.beta, attn_mask=m,
+            mask=head_mask, query_mask=head_mask, atol=how.atol, rtol=how.rtol,
+            scale=attn.score_scale, same_scores=same_scores[heads], width=how.width)
+
     if len(groups) <= 1:
-        result = attention(
-            q, k, v, kind=settings.kind, beta=settings.beta,
-            attn_mask=masks[0] if masks else "bidirectional", mask=head_mask,
-            query_mask=head_mask, atol=settings.atol, rtol=settings.rtol, scale=attn.score_scale,
-            same_scores=same_scores)
-    else:  # heads with different masks: one call per mask, put back in head order
-        parts = {m: attention(
-            q[:, heads], k[:, heads], v[:, heads], kind=settings.kind, beta=settings.beta,
-            attn_mask=m, mask=head_mask, query_mask=head_mask, atol=settings.atol,
-            rtol=settings.rtol, scale=attn.score_scale, same_scores=same_scores[heads])
-            for m, heads in groups.items()}
+        way = next(iter(groups), ("bidirectional", settings))
+        result = run(way, slice(None))
+    else:  # heads with different masks or kinds: one call per group, put back in head order
+        parts = {way: run(way, heads) for way, heads in groups.items()}
         result = AttentionResult(*(_by_head(parts, groups, field)
                                    for field in ("output", "tie_size", "tie_gap")))
     batch, heads, length, d_v = result.output.shape
@@ -143,8 +147,8 @@ def _by_head(parts: dict, groups: dict, field: str) -> np.ndarray:
     first = getattr(next(iter(parts.values())), field)
     heads = sum(len(group) for group in groups.values())
     out = np.empty((first.shape[0], heads, *first.shape[2:]), dtype=first.dtype)
-    for mask, group in groups.items():
-        out[:, group] = getattr(parts[mask], field)
+    for way, group in groups.items():
+        out[:, group] = getattr(parts[way], field)
     return out
 
 

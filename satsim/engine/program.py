@@ -67,7 +67,13 @@ def starts_with_general_paths(known: np.ndarray) -> bool:
 
 
 def fuse(spec: ModelSpec) -> FusedModel | None:
-    """Encode ``spec`` for the fused kernel, or None if it needs the layer-by-layer path."""
+    """Encode ``spec`` for the fused kernel, or None if it needs the layer-by-layer path.
+
+    Models whose heads fix their own kinds (hybrids) take the layer-by-layer path, which runs
+    each head's kind.
+    """
+    if spec.fixed_kinds:
+        return None
     dtype = spec.dtype
     d = spec.d_model
     chunks: list[np.ndarray] = []

@@ -20,7 +20,12 @@ from satsim.errors import SatsimError
 from satsim.model.encoding import Input, check_length, encoder, input_text, symbol_table
 from satsim.model.masks import key_range
 from satsim.model.readout import decode
-from satsim.model.settings import AttentionSettings, overflow_remedy, tie_tolerance
+from satsim.model.settings import (
+    AttentionSettings,
+    head_settings,
+    overflow_remedy,
+    tie_tolerance,
+)
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import tie_sets
 
@@ -38,6 +43,8 @@ class HeadTrace:
     """Each head's attention mask (:mod:`satsim.model.masks`)."""
     scale: float
     """The layer's score scale: scores are scale · q · k."""
+    ways: tuple[AttentionSettings, ...] = ()
+    """How each head ran (:func:`satsim.model.settings.head_settings`); empty: as the run."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,9 @@ class Trace:
                               f"(0–{length - 1})")
         q = trace.queries[head][query : query + 1]
         low, high = key_range(trace.masks[head], query, len(trace.keys[head]))
-        mask = tie_sets(q, trace.keys[head][low:high], atol=self.settings.atol,
-                        rtol=self.settings.rtol, scale=trace.scale)
+        way = trace.ways[head] if trace.ways else self.settings
+        mask = tie_sets(q, trace.keys[head][low:high], atol=way.atol, rtol=way.rtol,
+                        scale=trace.scale)
         return low + np.flatnonzero(mask[0])
 
 
@@ -355,6 +363,8 @@ class Simulator:
                     tie_gap=layer.tie_gap[row, :, :length],
                     masks=block.attn.head_masks,
                     scale=block.attn.score_scale,
+                    ways=tuple(head_settings(self.settings, kind, delta) for kind, delta
+                               in zip(block.attn.head_kinds, block.attn.head_deltas)),
                 ))
             residuals = [r[row, :length] for r in run.residuals]
             logits = run.logits[row, :length]

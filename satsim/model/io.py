@@ -22,12 +22,13 @@ from satsim.model.spec import (
 )
 
 FORMAT = "satsim-spec"
-VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 """Version 2 added norm kinds, attention scales, activations and parallel blocks; version 3,
 tokens of any length in the vocab and the categorical and numerical output tasks (no new keys:
 a version 1 or 2 file reads as before); version 4, attention masks (``mask`` for ``causal``),
-the source program of a compiled model and its ``max_tokens``."""
+the source program of a compiled model and its ``max_tokens``; version 5, each head's attention
+kind and width (``kind``, ``delta``; absent: "run")."""
 METADATA_KEY = "satsim"
 
 
@@ -40,7 +41,9 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
     blocks = [
         {
             "attn": None if b.attn is None else {"mask": _mask_config(b.attn.mask),
-                                                 "scale": b.attn.scale},
+                                                 "scale": b.attn.scale,
+                                                 "kind": _mask_config(b.attn.kind),
+                                                 "delta": _mask_config(b.attn.delta)},
             "mlp": None if b.mlp is None else {"activation": b.mlp.activation},
             "ln1": _norm_config(b.ln1),
             "ln2": _norm_config(b.ln2),
@@ -75,8 +78,14 @@ def spec_config(spec: ModelSpec) -> dict[str, Any]:
     }
 
 
-def _mask_config(mask: str | tuple[str, ...]) -> str | list[str]:
-    return mask if isinstance(mask, str) else list(mask)
+def _mask_config(value: Any) -> Any:
+    """One value for every head as it is, or the per-head tuple as a JSON list."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _per_head(value: Any) -> Any:
+    """A per-head list of a configuration back as a tuple; one value for all heads as it is."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _mask_from_config(cfg: dict[str, Any]) -> str | tuple[str, ...]:
@@ -230,7 +239,9 @@ def _build_spec(config: dict[str, Any], tensors: dict[str, np.ndarray]) -> Model
             names = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
             parts = {n: tensors.get(tensor_name(f"{prefix}.attn", n)) for n in names}
             attn = AttentionSpec(**parts, mask=_mask_from_config(cfg["attn"]),
-                                 scale=cfg["attn"].get("scale"))
+                                 scale=cfg["attn"].get("scale"),
+                                 kind=_per_head(cfg["attn"].get("kind", "run")),
+                                 delta=_per_head(cfg["attn"].get("delta")))
         mlp = None
         if cfg["mlp"]:  # version 1: true; version 2: its settings
             names = ("W_in", "W_out", "b_in", "b_out")

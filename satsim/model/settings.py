@@ -25,7 +25,9 @@ import numpy as np
 from satsim.errors import SatsimError
 
 ATTENTION_KINDS = ("saturated", "unique-left", "unique-right", "softmax")
-"""The attention kinds every backend evaluates."""
+"""The attention kinds a run may choose for its heads (a head may fix its own: HEAD_KINDS)."""
+EVALUATED_KINDS = ATTENTION_KINDS + ("score-class",)
+"""Every kind a backend evaluates: the run's kinds and score-class(δ), which heads fix."""
 
 DEFAULT_TOLERANCE: dict[type, tuple[float, float]] = {
     np.float32: (1e-5, 1e-5),
@@ -63,12 +65,34 @@ class AttentionSettings:
     beta: float = 1.0
     atol: float | None = None
     rtol: float | None = None
+    width: float = 0.0  # score-class's class width δ
 
     def __post_init__(self) -> None:
-        if self.kind not in ATTENTION_KINDS:
+        if self.kind not in EVALUATED_KINDS:
             raise SatsimError(f"unknown attention kind {self.kind!r}; known: {ATTENTION_KINDS}")
         if not (np.isfinite(self.beta) and self.beta > 0):
             raise SatsimError(f"beta must be positive and finite, got {self.beta}")
+        if not (math.isfinite(self.width) and self.width >= 0):
+            raise SatsimError(f"a class width must be finite and >= 0, got {self.width}")
+
+
+def head_settings(settings: AttentionSettings, kind: str,
+                  delta: float | None) -> AttentionSettings:
+    """How a head of ``kind`` (HEAD_KINDS) and width ``delta`` runs in a run with ``settings``.
+
+    "run" takes the run's settings; soft is softmax at the run's β; saturated, and tolerant-hard
+    without a width, the run's tie tolerance; tolerant-hard(δ) the tie set
+    {j : s_j >= M - δ} (atol δ, rtol 0); score-class(δ) its classes of width δ.
+    """
+    if kind == "run":
+        return settings
+    if kind == "soft":
+        return AttentionSettings("softmax", settings.beta)
+    if kind == "score-class":
+        return AttentionSettings("score-class", width=float(delta))
+    if kind == "tolerant-hard" and delta is not None:
+        return AttentionSettings("saturated", atol=float(delta), rtol=0.0)
+    return AttentionSettings("saturated", atol=settings.atol, rtol=settings.rtol)
 
 
 def overflow_remedy(dtype: np.dtype | type) -> str:

@@ -32,6 +32,11 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORM_KINDS = ("layer", "rms")
 """LayerNorm (centre, then divide by the RMS) and RMSNorm (divide by the RMS; a scale only)."""
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+HEAD_KINDS = ("run", "soft", "saturated", "tolerant-hard", "score-class")
+"""A head's attention kind (docs/semantics.md §1): "run" follows the run's setting (saturated in
+the simulator, softmax(β) in the soft twin); the others fix the head's kind in every backend."""
+KINDS_WITH_WIDTH = ("tolerant-hard", "score-class")
+"""Head kinds that take a width δ (tolerant-hard: optional, None is the default tolerance)."""
 Array = np.ndarray
 
 
@@ -127,6 +132,8 @@ class AttentionSpec:
     b_O: Array | None = tensor(optional=True)
     mask: str | tuple[str, ...] = "causal"
     scale: float | None = None  # the scores are scale · q·k; None: 1/√d_head
+    kind: str | tuple[str, ...] = "run"  # each head's attention kind (HEAD_KINDS)
+    delta: float | None | tuple[float | None, ...] = None  # each head's width δ (or None)
 
     def __post_init__(self) -> None:
         _freeze_fields(self, "attn.")
@@ -154,6 +161,49 @@ class AttentionSpec:
         unknown = sorted({m for m in self.head_masks if m not in MASKS})
         if unknown:
             raise SpecError(f"unknown attention mask {unknown[0]!r}; known: {', '.join(MASKS)}")
+        self._check_kinds(n_heads)
+
+    def _check_kinds(self, n_heads: int) -> None:
+        """Validate the heads' kinds and widths (one for all heads, or one per head)."""
+        for name in ("kind", "delta"):
+            value = getattr(self, name)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, name, tuple(value))
+                if len(value) != n_heads:
+                    raise SpecError(f"attn.{name} has {len(value)} entries for {n_heads} heads")
+        for kind, delta in zip(self.head_kinds, self.head_deltas):
+            if kind not in HEAD_KINDS:
+                raise SpecError(f"unknown head kind {kind!r}; known: {', '.join(HEAD_KINDS)}")
+            if delta is None:
+                if kind == "score-class":
+                    raise SpecError("a score-class head needs its class width delta")
+                continue
+            if kind not in KINDS_WITH_WIDTH:
+                raise SpecError(f"a {kind} head takes no width delta (got {delta!r})")
+            if (isinstance(delta, bool) or not isinstance(delta, numbers.Real)
+                    or not (math.isfinite(delta) and delta >= 0)):
+                raise SpecError(f"a head's width delta must be a finite number >= 0, "
+                                f"got {delta!r}")
+        if not isinstance(self.delta, tuple) and self.delta is not None:
+            object.__setattr__(self, "delta", float(self.delta))
+        elif isinstance(self.delta, tuple):
+            object.__setattr__(self, "delta", tuple(None if d is None else float(d)
+                                                    for d in self.delta))
+
+    @property
+    def head_kinds(self) -> tuple[str, ...]:
+        """Each head's attention kind (HEAD_KINDS)."""
+        return (self.kind,) * self.n_heads if isinstance(self.kind, str) else self.kind
+
+    @property
+    def head_deltas(self) -> tuple[float | None, ...]:
+        """Each head's width δ (None: none, or tolerant-hard's default tolerance)."""
+        return self.delta if isinstance(self.delta, tuple) else (self.delta,) * self.n_heads
+
+    @property
+    def fixed_kinds(self) -> bool:
+        """Whether some head fixes its own attention kind (not "run")."""
+        return any(kind != "run" for kind in self.head_kinds)
 
     @property
     def head_masks(self) -> tuple[str, ...]:
@@ -455,6 +505,11 @@ class ModelSpec:
         if isinstance(self.residual, bool):
             return self.residual
         return self.residual[self.sublayers().index((layer, kind))]
+
+    @property
+    def fixed_kinds(self) -> bool:
+        """Whether some head fixes its own attention kind (a hybrid; docs/semantics.md §1)."""
+        return any(b.attn is not None and b.attn.fixed_kinds for b in self.blocks)
 
     def dim_name(self, index: int) -> str:
         """The name of residual dimension ``index`` (``d{index}`` when the spec has none)."""

@@ -115,6 +115,55 @@ def saturated_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: 
     return _average(ties.astype(np.float64), v, query_mask, np.asarray(q).dtype)
 
 
+def class_indices(scores: np.ndarray, best: np.ndarray, width: float) -> np.ndarray:
+    """Each score's class ⌊(M − s)/δ⌋ below the best score M (float64 operations), float.
+
+    The classes of score-class(δ) attention: fixed-width buckets anchored at the query's best
+    score, class c holding the scores s with c·δ <= M − s < (c+1)·δ as floating point computes
+    (M − s)/δ. Width 0: every distinct score its own class (the index is then M − s itself).
+    """
+    gaps = np.asarray(best, dtype=np.float64) - np.asarray(scores, dtype=np.float64)
+    if width == 0:
+        return gaps
+    with np.errstate(invalid="ignore"):
+        return np.floor(gaps / width)
+
+
+def score_class_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, width: float,
+                          causal: bool = False, key_mask: np.ndarray | None = None,
+                          query_mask: np.ndarray | None = None, scale: float | None = None,
+                          attn_mask: str | None = None) -> np.ndarray:
+    """Score-class(δ) attention, (..., T, e): softmax over score classes weighted by their counts.
+
+    Every key of class c (:func:`class_indices`) takes the class value M − c·δ, so its weight is
+    exp(−c·δ) and the output Σ_c e^{−cδ} Σ_{j∈c} v_j / Σ_c n_c e^{−cδ} depends on the scores only
+    through the class counts n_c. Width 0 is softmax (β = 1).
+    """
+    if width == 0:
+        return softmax_attention(q, k, v, causal=causal, key_mask=key_mask,
+                                 query_mask=query_mask, scale=scale, attn_mask=attn_mask)
+    scores, allowed = _masked_scores(q, k, causal, key_mask, scale, attn_mask)
+    best = scores.max(axis=-1, keepdims=True, initial=-np.inf)
+    classes = class_indices(scores, np.where(np.isfinite(best), best, 0.0), width)
+    weights = np.where(allowed, np.exp(-np.where(allowed, classes, 0.0) * width), 0.0)
+    return _average(weights, v, query_mask, np.asarray(q).dtype)
+
+
+def class_count(q: np.ndarray, k: np.ndarray, *, width: float, causal: bool = False,
+                key_mask: np.ndarray | None = None, query_mask: np.ndarray | None = None,
+                scale: float | None = None, attn_mask: str | None = None) -> np.ndarray:
+    """The number of non-empty score classes of width ``width`` per query, int64 (..., T)."""
+    scores, allowed = _masked_scores(q, k, causal, key_mask, scale, attn_mask)
+    best = scores.max(axis=-1, keepdims=True, initial=-np.inf)
+    classes = np.where(allowed, class_indices(scores, np.where(np.isfinite(best), best, 0.0),
+                                              width), np.inf)
+    ordered = np.sort(classes, axis=-1)
+    distinct = np.isfinite(ordered) & np.concatenate(
+        [np.ones(ordered.shape[:-1] + (1,), bool), ordered[..., 1:] != ordered[..., :-1]], -1)
+    counts = distinct.sum(axis=-1, dtype=np.int64)
+    return np.where(_real_queries(query_mask), counts, 0).astype(np.int64)
+
+
 def unique_hard_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, side: str = "left",
                           causal: bool = False, key_mask: np.ndarray | None = None,
                           query_mask: np.ndarray | None = None, atol: float | None = None,

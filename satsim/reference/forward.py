@@ -12,7 +12,7 @@ import numpy as np
 
 from satsim.model.architecture import Backend, Branch, Step, run
 from satsim.model.encoding import embed, encode
-from satsim.model.settings import AttentionSettings
+from satsim.model.settings import AttentionSettings, head_settings
 from satsim.model.spec import (
     AttentionSpec,
     FeedForwardSpec,
@@ -78,6 +78,9 @@ def attend(q, k, v, mask: str, settings: AttentionSettings,
     """Apply the chosen attention kind to (q, k, v) under ``mask``; scores are scale·q·k."""
     if settings.kind == "softmax":
         return ref.softmax_attention(q, k, v, beta=settings.beta, attn_mask=mask, scale=scale)
+    if settings.kind == "score-class":
+        return ref.score_class_attention(q, k, v, width=settings.width, attn_mask=mask,
+                                         scale=scale)
     if settings.kind == "saturated":
         return ref.saturated_attention(q, k, v, attn_mask=mask, atol=settings.atol,
                                        rtol=settings.rtol, scale=scale)
@@ -90,8 +93,10 @@ def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettin
     """Multi-head self-attention sublayer: the heads' outputs projected by W_O and summed."""
     q, k, v = head_inputs(x, attn)
     heads = np.zeros(v.shape, dtype=q.dtype)
-    for h, mask in enumerate(attn.head_masks):
-        heads[h] = attend(q[h], k[h], v[h], mask, settings, attn.score_scale)
+    for h, (mask, kind, delta) in enumerate(zip(attn.head_masks, attn.head_kinds,
+                                                 attn.head_deltas)):
+        heads[h] = attend(q[h], k[h], v[h], mask, head_settings(settings, kind, delta),
+                          attn.score_scale)
     out = np.einsum("hte,hed->td", heads, attn.W_O)
     return out if attn.b_O is None else out + attn.b_O
 

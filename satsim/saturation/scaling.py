@@ -71,5 +71,13 @@ def scale_spec(spec: ModelSpec, c: float, rates: Rates | None = None) -> ModelSp
 
 
 def rated(spec: ModelSpec, rates: Rates | None) -> ModelSpec:
-    """Return the re-weighted model r·θ whose uniform limit equals the non-uniform one."""
+    """Return the re-weighted model r·θ whose uniform limit equals the non-uniform one.
+
+    The limit c → ∞ is that of softmax heads: a model whose heads fix their own kinds (a
+    hybrid) has none, and is refused.
+    """
+    if spec.fixed_kinds:
+        raise SatsimError(f"model {spec.name!r} fixes attention kinds per head (a hybrid); the "
+                          "limit c → ∞ is defined for softmax heads only: take the limit of the "
+                          "soft model")
     return spec if not rates else scale_spec(spec, 1.0, rates)

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from satsim.errors import SatsimError
 from satsim.model.masks import key_range, mask_named
-from satsim.model.settings import tie_tolerance
+from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import default_scale
 
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
@@ -144,3 +144,30 @@ def saturated_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False
     if query_mask is not None:
         out = torch.where(_as_mask(query_mask, q.device)[..., None], out, 0.0)
     return out.to(q.dtype)
+
+
+def kind_weights(scores: Tensor, allowed: Tensor, way: AttentionSettings,
+                 dtype: torch.dtype) -> Tensor:
+    """One head's attention weights (..., T, S), float64, for a fixed kind (docs/semantics.md).
+
+    ``scores`` are float64 with the keys that are not allowed at −∞; ``way`` says the kind
+    (:func:`satsim.model.settings.head_settings`): saturated (the tie set's mean at the tolerance
+    of inputs of ``dtype``), score-class(δ) (weight exp(−⌊(M − s)/δ⌋·δ), softmax at δ = 0), or
+    softmax(β). A query with no allowed key gets zero weights.
+    """
+    best = scores.amax(dim=-1, keepdim=True)
+    best = torch.where(torch.isfinite(best), best, torch.zeros_like(best))
+    if way.kind == "softmax" or (way.kind == "score-class" and way.width == 0):
+        beta = way.beta if way.kind == "softmax" else 1.0
+        weights = torch.exp(beta * (scores - best))
+    elif way.kind == "score-class":
+        classes = torch.floor((best - scores) / way.width)
+        weights = torch.exp(-torch.where(allowed, classes, 0.0) * way.width)
+    elif way.kind == "saturated":
+        atol, rtol = tie_tolerance(_NUMPY_DTYPES[dtype], way.atol, way.rtol)
+        threshold = torch.where(best >= 0, best * (1.0 - rtol) - atol, best * (1.0 + rtol) - atol)
+        weights = (scores >= threshold).to(torch.float64)
+    else:
+        raise SatsimError(f"the soft twin runs no {way.kind} heads")
+    weights = torch.where(allowed, weights, 0.0)
+    return weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-300)

@@ -27,13 +27,14 @@ from satsim.model.architecture import Backend, Branch, Step, position_term, run_
 from satsim.model.encoding import Input, encoder
 from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
-from satsim.model.settings import default_tolerance
+from satsim.model.settings import AttentionSettings, default_tolerance, head_settings
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.graph import growth_exponent, network_graph
 from satsim.saturation.respec import with_tensors
 from satsim.saturation.safety import check_scale
 from satsim.saturation.scaling import Rates, check_rates, rate_of
 from satsim.soft.device import resolve_device, resolve_dtype
+from satsim.soft.hard_attention import kind_weights
 
 
 class _Tensors(nn.Module):
@@ -311,7 +312,8 @@ class SoftPass(Backend[Tensor]):
         scale = branch.module.scale
         factor = self.beta * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
         masks = set(branch.module.head_masks)
-        fusable = masks in ({"causal"}, {"bidirectional"}) and self.fused_softmax()
+        fusable = (masks in ({"causal"}, {"bidirectional"}) and self.fused_softmax()
+                   and not branch.module.fixed_kinds)
         if fusable and _scores_fit(q, k, factor):
             z = self.fused_attention(q, k, v, factor, masks == {"causal"})
         else:
@@ -322,6 +324,8 @@ class SoftPass(Backend[Tensor]):
             allowed = self.key_mask[:, None, None, :] & by_position[None]
             scores = self.hook(f"{p}.hook_attn_scores", self.mask_scores(scores, allowed))
             weights = torch.softmax(self.beta * scores, dim=-1)
+            if branch.module.fixed_kinds:
+                weights = self.kind_weights(q, k, weights, allowed, branch)
             # A query with no allowed key (strict past at position 0) attends nothing: zero.
             weights = torch.where(allowed.any(dim=-1, keepdim=True), weights, 0.0)
             pattern = self.hook(f"{p}.hook_pattern", weights)
@@ -329,6 +333,24 @@ class SoftPass(Backend[Tensor]):
         self.hook(f"{p}.hook_z", z.transpose(1, 2))
         out = torch.einsum("bhte,hed->btd", z, attn.W_O)
         return self.hook(branch.out_name, out if attn.get("b_O") is None else out + attn.b_O)
+
+    def kind_weights(self, q: Tensor, k: Tensor, weights: Tensor, allowed: Tensor,
+                     branch: Branch) -> Tensor:
+        """The softmax weights (B, H, T, S) with each head that fixes its kind's weights instead.
+
+        A fixed kind's scores are formed again in float64, as the simulator forms them.
+        """
+        attn, run_way = branch.module, AttentionSettings("softmax", self.beta)
+        heads = []
+        for h, (kind, delta) in enumerate(zip(attn.head_kinds, attn.head_deltas)):
+            way = head_settings(run_way, kind, delta)
+            if way.kind == "softmax":
+                heads.append(weights[:, h])
+                continue
+            scores = torch.einsum("bte,bse->bts", q[:, h].double(), k[:, h].double())
+            scores = self.mask_scores(scores * attn.score_scale, allowed[:, h])
+            heads.append(kind_weights(scores, allowed[:, h], way, q.dtype).to(weights.dtype))
+        return torch.stack(heads, dim=1)
 
     def fused_softmax(self) -> bool:
         """Whether attention may run as one fused call: no scores or pattern to cache, no grad.

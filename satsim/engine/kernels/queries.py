@@ -28,8 +28,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT = 0, 1, 2, 3
-"""Kind codes of :func:`attend`."""
+SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT, SCORE_CLASS = 0, 1, 2, 3, 4
+"""Kind codes of :func:`attend`. The kernels' ``beta`` is softmax's β, or SCORE_CLASS's width δ."""
 
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}  # not True: a max starting at -inf needs inf
 # Strict functions say fastmath=False explicitly: left unset, a callee inherits its caller's flags.
@@ -159,7 +159,7 @@ def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
             last = j
             if first < 0:
                 first = j
-            if kind == SATURATED or kind == SOFTMAX:
+            if kind == SATURATED or kind == SOFTMAX or kind == SCORE_CLASS:
                 _accumulate(total, 1.0, v[j])
     _write_all_tied(v, kind, total, count, first, last, out_row)
     return count, uniform_gap(count)
@@ -209,6 +209,14 @@ def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
 
 
 @numba.njit(cache=True, fastmath=False)
+def class_weight(s, best, width):
+    """A score's weight under score-class(δ): exp(−c·δ), c = ⌊(M − s)/δ⌋; width 0: exp(s − M)."""
+    if width == 0.0:
+        return np.exp(s - best)
+    return np.exp(-(np.floor((best - s) / width) * width))
+
+
+@numba.njit(cache=True, fastmath=False)
 def attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, scores, total,
                   out_row):
     """Attend one query to the allowed keys below n_keys; write out_row, return (size, gap)."""
@@ -226,7 +234,7 @@ def attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, s
     if count == 0:
         return 0, np.nan
     theta = tie_threshold(best, atol, rtol)
-    if kind != SOFTMAX:
+    if kind != SOFTMAX and kind != SCORE_CLASS:
         return _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row), \
             best - runner_up
     total[:] = 0.0
@@ -237,7 +245,10 @@ def attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, s
             s = scores[j]
             if s >= theta:
                 size += 1
-            w = np.exp(beta * (s - best))
+            if kind == SCORE_CLASS:
+                w = class_weight(s, best, beta)
+            else:
+                w = np.exp(beta * (s - best))
             weights += w
             _accumulate(total, w, v[j])
     write_mean(out_row, total, weights)
@@ -261,7 +272,7 @@ def item_path(q, k, key_mask, query_mask, causal, kind):
             return GENERAL
     if row_is_zero(q[first_query]):
         return SAME_SCORES
-    if causal and kind == SOFTMAX:
+    if causal and (kind == SOFTMAX or kind == SCORE_CLASS):
         return GENERAL
     return SAME_QUERIES
 
@@ -292,7 +303,7 @@ def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
 def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap):
     """Every allowed key ties: mean (or first/last) of v over them, a running prefix if causal."""
     T = query_mask.shape[0]
-    if causal and (kind == SATURATED or kind == SOFTMAX):
+    if causal and (kind == SATURATED or kind == SOFTMAX or kind == SCORE_CLASS):
         _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap)
         return
     total = np.zeros(v.shape[1])
@@ -543,7 +554,7 @@ def _attend_block(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
     n_keys_max = stop if causal else S
     scores = np.empty(S)
     total = np.empty(v.shape[1])
-    filtered = kind != SOFTMAX
+    filtered = kind != SOFTMAX and kind != SCORE_CLASS
     if filtered:
         k_norm_max = 0.0
         for j in range(n_keys_max):
@@ -624,7 +635,8 @@ def attend(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
     """Attend (N, T, d) queries to (N, S, d) keys and (N, S, e) values; masks (N, S), (N, T).
 
     Return (output (N, T, e) in q's dtype, tie_size (N, T) int64, tie_gap (N, T) float64).
-    ``kind`` is SOFTMAX, SATURATED, UNIQUE_LEFT or UNIQUE_RIGHT; causal needs T == S. ``known``
+    ``kind`` is SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT or SCORE_CLASS (``beta`` its
+    width δ); causal needs T == S. ``known``
     (N,) int64 gives an item's path when the caller knows it (SAME_SCORES: its keys, or its
     queries, are constant by construction), else -1: the path is detected from q and k. Serial;
     :func:`attend_parallel` gives the same results bit for bit, in parallel.

@@ -1,0 +1,208 @@
+"""Harden a soft model head by head: which heads already act as hard attention or as counters.
+
+For every head, each kind of docs/semantics.md §1 is tried alone (the other heads soft) over a
+grid of widths δ: tolerant-hard (from the default tolerance, i.e. saturated, up) and
+score-class. A head *keeps the decisions* at a width when, with it alone changed, at least
+:data:`AGREEMENT` of the strings of every length bin get the soft model's answer exactly (every
+position of a next-symbol string). A score-class head counts as discrete only when its classes
+per query stay bounded: at most :data:`MAX_CLASSES`, and no more on the last bin than on the
+first; otherwise it is simply soft. Then a greedy search adds heads, most faithful first, each
+with its preferred kind (selector: saturated, else the smallest tolerant-hard δ; counter: the
+widest score-class δ), keeping a head only if the model with every head kept so far still agrees
+on every bin. The result is the hybrid spec, every head's kind fixed (soft where none kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from satsim.engine.simulator import Simulator
+from satsim.model.spec import ModelSpec
+from satsim.reference.attention import class_count
+
+WIDTHS = (1e-3, 3e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+"""The widths δ tried for tolerant-hard and score-class, in score units."""
+AGREEMENT = 0.99
+"""The per-string agreement with the soft model a hardened head must keep on every bin."""
+MAX_CLASSES = 8
+"""The most score classes per query a score-class head may use to count as discrete."""
+
+Head = tuple[int, int]
+Option = tuple[str, float | None]
+
+
+@dataclass(frozen=True)
+class HeadReport:
+    """One head: the widths at which each kind alone keeps the decisions, and what it became."""
+
+    layer: int
+    head: int
+    kind: str  # in the hybrid: soft, saturated, tolerant-hard or score-class
+    delta: float | None
+    role: str  # selector, counter or soft
+    agreement: tuple[float, ...]  # per bin, of the head's option alone (soft: 1.0)
+    classes: tuple[int, ...]  # per bin, the most score classes per query (score-class only)
+    tolerant_widths: tuple[float | None, ...]  # tolerant-hard widths that keep the decisions
+    class_widths: tuple[float, ...]  # score-class widths that keep them with bounded classes
+
+
+@dataclass(frozen=True)
+class Hardening:
+    """The hybrid model, its heads, and its agreement with the soft model per bin."""
+
+    spec: ModelSpec
+    heads: tuple[HeadReport, ...]
+    bins: tuple[tuple[int, int], ...]
+    agreement: tuple[float, ...]
+
+    @property
+    def hardened(self) -> int:
+        """How many heads are not soft."""
+        return sum(report.kind != "soft" for report in self.heads)
+
+
+def heads_of(spec: ModelSpec) -> list[Head]:
+    """Every (layer, head) of the model."""
+    return [(layer, h) for layer, block in enumerate(spec.blocks) if block.attn is not None
+            for h in range(block.attn.n_heads)]
+
+
+def with_kinds(spec: ModelSpec, options: dict[Head, Option]) -> ModelSpec:
+    """``spec`` with the given heads' kinds and widths, every other head soft."""
+    blocks = []
+    for layer, block in enumerate(spec.blocks):
+        if block.attn is not None:
+            chosen = [options.get((layer, h), ("soft", None)) for h in range(block.attn.n_heads)]
+            block = replace(block, attn=replace(block.attn, kind=tuple(k for k, _ in chosen),
+                                                delta=tuple(d for _, d in chosen)))
+        blocks.append(block)
+    return replace(spec, blocks=tuple(blocks))
+
+
+class _Judge:
+    """The soft model's answers on the strings of each bin, and how often a variant agrees."""
+
+    def __init__(self, spec: ModelSpec, strings: Sequence[Sequence[str]]) -> None:
+        self.spec = spec
+        self.strings = [list(group) for group in strings]
+        self.soft = [self.answers(spec, group) for group in self.strings]
+        self.soft_traces: list[list] | None = None
+
+    @staticmethod
+    def answers(spec: ModelSpec, group: list[str]) -> list:
+        """The decoded answers of ``spec`` (soft heads: softmax) on ``group``."""
+        return Simulator(spec, "softmax").outputs(group) if group else []
+
+    def agreement(self, options: dict[Head, Option],
+                  stop_below: float | None = None) -> tuple[float, ...]:
+        """Per bin, the share of strings whose answers equal the soft model's.
+
+        With ``stop_below``, the bins after the first whose share is below it are not run
+        (their shares are NaN): the options already fail.
+        """
+        variant = with_kinds(self.spec, options)
+        shares = []
+        for group, soft in zip(self.strings, self.soft):
+            if shares and stop_below is not None and shares[-1] < stop_below:
+                shares.append(float("nan"))
+                continue
+            got = self.answers(variant, group)
+            shares.append(float(np.mean([a == b for a, b in zip(got, soft)])) if group else 1.0)
+        return tuple(shares)
+
+    def keeps(self, options: dict[Head, Option]) -> tuple[float, ...] | None:
+        """The shares per bin when every bin keeps :data:`AGREEMENT` of the answers, else None."""
+        shares = self.agreement(options, stop_below=AGREEMENT)
+        return shares if min(shares) >= AGREEMENT else None
+
+    def classes(self, head: Head, width: float) -> tuple[int, ...]:
+        """Per bin, the most score classes of width ``width`` any query of ``head`` sees.
+
+        The head's queries and keys are the soft model's: the head is tried with every other
+        head soft, and its own kind does not change its inputs.
+        """
+        layer, h = head
+        if self.soft_traces is None:  # the soft model's queries and keys, traced once
+            self.soft_traces = [Simulator(self.spec, "softmax").traces(group) if group else []
+                                for group in self.strings]
+        most = []
+        for traces in self.soft_traces:
+            top = 0
+            for trace in traces:
+                layer_trace = trace.layers[layer]
+                counts = class_count(layer_trace.queries[h], layer_trace.keys[h], width=width,
+                                     scale=layer_trace.scale, attn_mask=layer_trace.masks[h])
+                top = max(top, int(counts.max(initial=0)))
+            most.append(top)
+        return tuple(most)
+
+
+def _head_options(judge: _Judge, head: Head) -> tuple[HeadReport, list[Option]]:
+    """Try every kind and width on ``head`` alone; its report and its options, preferred first."""
+    tolerant, tolerant_shares = [], {}
+    for width in (None, *WIDTHS):
+        shares = judge.keeps({head: ("tolerant-hard", width)})
+        if shares is not None:
+            tolerant.append(width)
+            tolerant_shares[width] = shares
+    counting, counting_shares, counting_classes = [], {}, {}
+    for width in WIDTHS:
+        shares = judge.keeps({head: ("score-class", width)})
+        if shares is None:
+            continue
+        classes = judge.classes(head, width)
+        if max(classes) <= MAX_CLASSES and classes[-1] <= classes[0]:
+            counting.append(width)
+            counting_shares[width], counting_classes[width] = shares, classes
+    options: list[Option] = [("saturated", None) if w is None else ("tolerant-hard", w)
+                             for w in tolerant]
+    options += [("score-class", w) for w in reversed(counting)]
+    layer, h = head
+    if tolerant:
+        first = tolerant[0]
+        kind, delta = options[0]
+        report = HeadReport(layer, h, kind, delta, "selector", tolerant_shares[first], (),
+                            tuple(tolerant), tuple(counting))
+    elif counting:
+        widest = counting[-1]
+        report = HeadReport(layer, h, "score-class", widest, "counter", counting_shares[widest],
+                            counting_classes[widest], (), tuple(counting))
+    else:
+        report = HeadReport(layer, h, "soft", None, "soft", (1.0,) * len(judge.strings), (),
+                            (), ())
+    return report, options
+
+
+def harden(spec: ModelSpec, strings: Sequence[Sequence[str]],
+           bins: Sequence[tuple[int, int]]) -> Hardening:
+    """Harden ``spec`` against its own soft answers on ``strings`` (one list per length bin)."""
+    judge = _Judge(spec, strings)
+    reports, options = {}, {}
+    for head in heads_of(spec):
+        reports[head], options[head] = _head_options(judge, head)
+    kept: dict[Head, Option] = {}
+    order = sorted(options, key=lambda head: -min(reports[head].agreement))
+    for head in order:
+        for option in options[head]:
+            if judge.keeps({**kept, head: option}) is not None:
+                kept[head] = option
+                break
+    final = []
+    for head in heads_of(spec):
+        report = reports[head]
+        kind, delta = kept.get(head, ("soft", None))
+        if (kind, delta) != (report.kind, report.delta):  # the joint search chose otherwise
+            role = {"soft": "soft", "score-class": "counter"}.get(kind, "selector")
+            classes = judge.classes(head, delta) if kind == "score-class" else ()
+            shares = judge.agreement({head: (kind, delta)}) if kind != "soft" else (1.0,) * len(
+                judge.strings)
+            report = replace(report, kind=kind, delta=delta, role=role, agreement=shares,
+                             classes=classes)
+        final.append(report)
+    hybrid = with_kinds(spec, kept)
+    hybrid = replace(hybrid, name=f"{spec.name}-hardened",
+                     description=f"{spec.name} with heads hardened by satsim harden")
+    return Hardening(hybrid, tuple(final), tuple(bins), judge.agreement(kept))

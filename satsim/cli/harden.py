@@ -1,0 +1,90 @@
+"""``satsim harden MODEL -o OUT``: each head hard or a counter where it keeps the decisions.
+
+The hybrid is written as a spec; :mod:`satsim.analysis.harden` does the work.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from satsim.cli.options import NonEmptyPath, OutputPath, get_language, load_model
+from satsim.errors import SatsimError
+
+ZOO_BINS = "0-50,51-100,101-150"
+
+
+def _strings(spec, lang_name: str | None, bins, n: int, seed: int) -> list[list[str]]:
+    """Each bin's strings: the language's (positives for a next-symbol model), else random."""
+    from satsim.analysis.strings import bin_seed, sample_strings, test_set
+
+    language = None if lang_name is None else get_language(lang_name)
+    groups = []
+    for index, (low, high) in enumerate(bins):
+        if language is None:
+            groups.append(sample_strings(spec, None, n, high, bin_seed(seed, index), low))
+        else:
+            groups.append(test_set(language, n, low, high, bin_seed(seed, index),
+                                   negatives=spec.output.task == "recognition")[0])
+    return groups
+
+
+def _delta_text(delta, default: str = "-") -> str:
+    """A width for the table; ``default`` where there is none (τ: the default tolerance)."""
+    return default if delta is None else f"{delta:g}"
+
+
+def _print(result) -> None:
+    bins = [f"{low}-{high}" for low, high in result.bins]
+    click.echo(f"{'head':<6} {'role':<9} {'kind':<14} {'δ':>6}  "
+               + "  ".join(f"{b:>9}" for b in bins) + "  classes   tolerant-hard δ / score-class δ")
+    for r in result.heads:
+        widths = (",".join(_delta_text(w, "τ") for w in r.tolerant_widths) or "-") + " / " + (
+            ",".join(map(_delta_text, r.class_widths)) or "-")
+        click.echo(f"{r.layer}.{r.head:<4} {r.role:<9} {r.kind:<14} {_delta_text(r.delta):>6}  "
+                   + "  ".join(f"{a:>9.3f}" for a in r.agreement)
+                   + f"  {'/'.join(map(str, r.classes)) or '-':<9} {widths}")
+    click.echo(f"hybrid: {result.hardened} of {len(result.heads)} heads hardened; agreement with "
+               "the soft model per bin " + ", ".join(f"{b} {a:.3f}" for b, a in
+                                                     zip(bins, result.agreement)))
+
+
+@click.command("harden")
+@click.argument("model", type=NonEmptyPath())
+@click.option("-o", "--output", "out", type=OutputPath(), required=True,
+              help="Where to write the hybrid model (.safetensors).")
+@click.option("--lang", "lang_name", default=None,
+              help="Draw each bin's strings from this language (default: random strings).")
+@click.option("--bins", default=ZOO_BINS, show_default=True, help="Length bins, low-high,...")
+@click.option("-n", "n", type=click.IntRange(1), default=40, show_default=True,
+              help="Strings per bin.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the tables as JSON.")
+def command(model: str, out: str, lang_name: str | None, bins: str, n: int, seed: int,
+            as_json: bool) -> None:
+    """Harden MODEL (a satsim model file or a Hugging Face GPT-2 checkpoint folder) head by head.
+
+    Each head is tried alone as tolerant-hard (from saturated up) and score-class over a grid
+    of widths; then heads are kept together greedily while every bin keeps at least 99 % of
+    the strings' answers equal to the soft model's. Writes the hybrid, each head's kind fixed.
+    """
+    from dataclasses import asdict
+
+    from satsim.analysis.evaluation import parse_bins
+    from satsim.analysis.harden import harden
+    from satsim.model.io import save_spec
+
+    spec = load_model(None, model)
+    if spec.fixed_kinds:
+        raise SatsimError(f"{model} already fixes attention kinds per head; harden its soft model")
+    bin_list = parse_bins(bins)
+    result = harden(spec, _strings(spec, lang_name, bin_list, n, seed), bin_list)
+    save_spec(result.spec, out)
+    if as_json:
+        click.echo(json.dumps({"model": spec.name, "output": out, "bins": bin_list,
+                               "agreement": result.agreement, "hardened": result.hardened,
+                               "heads": [asdict(r) for r in result.heads]}))
+    else:
+        _print(result)
+        click.echo(f"wrote {out}")

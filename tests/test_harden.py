@@ -1,0 +1,83 @@
+"""``satsim harden`` on models of the decompiling-transformers zoo (tests/data/zoo).
+
+What the hybrid decides is recomputed independently of the search: by the NumPy reference
+forward pass with each head's kind, against the soft model's answers by the transformers-checked
+softmax run, on strings the search never saw (another seed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import run_satsim
+
+import languages
+from satsim import Simulator, load_spec
+from satsim.analysis import strings as string_policy
+from satsim.analysis.harden import MAX_CLASSES, harden
+from satsim.interop.hf_gpt2 import from_hf_gpt2
+from satsim.model.readout import next_symbol_sets
+from satsim.reference.attention import class_count
+from satsim.reference.forward import forward
+
+ZOO = Path(__file__).parent / "data" / "zoo"
+BINS = ((0, 20), (21, 60))
+
+
+def _strings(lang: str, n: int, seed: int) -> list[list[str]]:
+    language = languages.get(lang)
+    return [string_policy.test_set(language, n, low, high, seed + 7 * i, negatives=False)[0]
+            for i, (low, high) in enumerate(BINS)]
+
+
+@pytest.mark.parametrize(("name", "lang"), [("bce_D2", "d2"), ("bce_aastar", "aa-star")])
+def test_the_hybrid_keeps_the_soft_decisions_on_unseen_strings(name, lang):
+    spec = from_hf_gpt2(ZOO / name, check=False)
+    result = harden(spec, _strings(lang, 12, 0), BINS)
+    assert result.hardened == len(result.heads)  # both models harden every head
+    labels = np.array(spec.output.labels, dtype=object)
+    for group in _strings(lang, 12, 100):
+        soft = Simulator(spec, "softmax").next_symbols(group)
+        agree = [next_symbol_sets(labels, forward(result.spec, s).logits, s) == expected
+                 for s, expected in zip(group, soft)]
+        assert np.mean(agree) >= 0.9
+    for report in result.heads:
+        if report.kind == "score-class":
+            assert report.role == "counter" and max(report.classes) <= MAX_CLASSES
+            assert report.classes[-1] <= report.classes[0]
+
+
+def test_score_class_counts_of_the_dyck_head_are_bounded_as_reported():
+    spec = from_hf_gpt2(ZOO / "bce_D2", check=False)
+    result = harden(spec, _strings("d2", 12, 0), BINS)
+    [report] = result.heads
+    if report.kind != "score-class":
+        pytest.skip(f"the D_2 head became {report.kind}")
+    for group, most in zip(_strings("d2", 12, 0), report.classes):
+        seen = 0
+        for trace in Simulator(spec, "softmax").traces(group):
+            head = trace.layers[0]
+            seen = max(seen, int(class_count(head.queries[0], head.keys[0], width=report.delta,
+                                             scale=head.scale, attn_mask="causal").max()))
+        assert seen == most
+
+
+def test_the_command_writes_a_hybrid_that_loads_runs_and_shows_its_kinds(tmp_path):
+    out = tmp_path / "hard.safetensors"
+    result = run_satsim("harden", str(ZOO / "bce_aastar"), "-o", str(out), "--lang", "aa-star",
+                        "-n", "8", "--bins", "0-20,21-40", "--json")
+    assert result.returncode == 0, result.stderr
+    table = json.loads(result.stdout)
+    assert len(table["heads"]) == 2 and min(table["agreement"]) >= 0.99
+    hybrid = load_spec(out)
+    logits = Simulator(hybrid).logits([np.array([0, 0, 0, 0])])[0]
+    assert logits.shape == (5, len(hybrid.output.labels))
+    shown = json.loads(run_satsim("show", "--model", str(out), "--json").stdout)
+    assert [h["kind"] for h in shown["heads"]] == [h["kind"] for h in table["heads"]]
+    assert all(h["kind"] in ("soft", "saturated", "tolerant-hard", "score-class")
+               for h in shown["heads"])
+    again = run_satsim("harden", str(out), "-o", str(tmp_path / "again.safetensors"))
+    assert again.returncode == 2 and "already fixes attention kinds" in again.stderr
