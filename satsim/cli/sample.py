@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -34,7 +35,8 @@ def _write_flare(folder: str, language, rows: list[dict]) -> None:
     for row in rows:
         by_split.setdefault(row["split"], []).append(row)
     splits = {name: flare.split_of_records(language, split) for name, split in by_split.items()}
-    flare.write_dataset(folder, splits, language)
+    Path(folder).parent.mkdir(parents=True, exist_ok=True)
+    replace_atomically(lambda partial: flare.write_dataset(partial, splits, language), folder)
 
 
 @click.command("sample")
@@ -111,8 +113,8 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
         write(sys.stdout)
         return
 
-    def write_file(path) -> None:
-        with open(path, "w", encoding="utf-8") as handle:
+    def write_file(partial) -> None:
+        with open(partial, "w", encoding="utf-8") as handle:
             write(handle)
 
     replace_atomically(write_file, out_path)  # the file appears whole, or stays as it was

@@ -25,7 +25,7 @@ from languages.base import LanguageError
 from satsim.analysis.measures import representation_similarity
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec, save_spec
-from satsim.output import replace_atomically, write_text_atomically
+from satsim.output import write_text_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
 from satsim.training.budget import EVAL_CHUNK, check_training_memory
@@ -269,7 +269,7 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     trainer.elapsed = time.perf_counter() - clock
     trainer.checkpoint(config.steps)
     final = trainer.model.to_spec()
-    replace_atomically(lambda tmp: save_spec(final, str(tmp)), run / "final.safetensors")
+    save_spec(final, run / "final.safetensors")
     norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
     summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"
