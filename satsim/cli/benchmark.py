@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from satsim.cli.options import OutputPath, PlotPath, count
+from satsim.cli.options import OutputPath, PlotPath, count, cpu_count
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 
@@ -35,7 +35,7 @@ def command() -> None:
               help="Test strings per length bin and model [default: the scale's].")
 @click.option("--set", "fixed", multiple=True, metavar="KEY=VALUE",
               help="Change a training setting of every model (repeatable), e.g. steps=50.")
-@click.option("--jobs", type=count(1), default=1, show_default=True,
+@click.option("--jobs", type=cpu_count(), default=1, show_default=True,
               help="Models at once with --engine local (one process each).")
 @click.option("--address", default=None,
               help="Ray cluster to join (default: RAY_ADDRESS, else a local cluster).")

@@ -7,7 +7,7 @@ import re
 
 import click
 
-from satsim.cli.options import NonEmptyPath, count
+from satsim.cli.options import NonEmptyPath, count, cpu_count
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 
@@ -58,7 +58,7 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
               help="Any other training setting to sweep (repeatable).")
 @click.option("--set", "fixed", multiple=True, metavar="KEY=VALUE",
               help="A setting shared by every run (repeatable), e.g. steps=500.")
-@click.option("--jobs", type=count(1), default=1, show_default=True,
+@click.option("--jobs", type=cpu_count(), default=1, show_default=True,
               help="Runs at once (one process each, one torch thread each).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Run here (--jobs processes) or as Ray tasks (needs satsim[ray]).")

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from satsim.cli.options import OutputPath, count, get_language
+from satsim.cli.options import OutputPath, count, cpu_count, get_language
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.output import check_output_folder
@@ -90,7 +90,7 @@ def _read_data_folder(settings: dict, context) -> None:
 @click.option("--resume", is_flag=True,
               help="Continue the run in --out from its last intact checkpoint, with its saved "
                    "settings (only --steps may change).")
-@click.option("--threads", type=count(1), default=1, show_default=True,
+@click.option("--threads", type=cpu_count(), default=1, show_default=True,
               help="torch CPU threads (small models run fastest on one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context
