@@ -55,6 +55,7 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     from satsim.benchmarks.tables import model_line, summary
     from satsim.cli.sweep import _engine_options
     from satsim.training.grid import parse_pairs, parse_setting
+    from satsim.training.runs import failures_line
 
     chosen = flare.scale_named(scale)
     languages = flare.language_names(lang_text)
@@ -62,7 +63,7 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     configs = flare.plan(chosen, languages, trials or chosen.trials, overrides, n)
     manifest = flare.manifest_for(chosen, languages, configs, overrides)
     ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
-    flare.check_folder(configs, manifest, out)
+    flare.check_folder(configs, manifest, out, engine)
 
     total = len(configs)
     done = []
@@ -99,6 +100,6 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
 
         plot_benchmark(result.manifest, result.languages, result.constructions, plot_path)
         click.echo(f"figure written to {plot_path}", err=True)
-    if result.failed:
-        raise SatsimError(f"{len(result.failed)} of {total} models failed "
-                          f"({', '.join(result.failed)}); the tables leave them out")
+    failures = failures_line(result.rows, "models")
+    if failures:
+        raise SatsimError(f"{failures}; the tables leave them out")

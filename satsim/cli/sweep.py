@@ -78,6 +78,7 @@ def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_ru
             gpus_per_run, plan_only, collect_only, as_json) -> None:
     """Train a grid of runs (languages × seeds × learning rates × …) and tabulate them."""
     from satsim.training.grid import base_settings, grid_from_lists
+    from satsim.training.runs import failures_line
     from satsim.training.sweep import check_plan, collect, plan, run_sweep
 
     if collect_only:
@@ -99,7 +100,6 @@ def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_ru
             click.echo(json.dumps(row))
     else:
         _table(rows)
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        raise SatsimError(f"{len(failed)} of {len(rows)} runs failed ({', '.join(failed)}); "
-                          "the table names why")
+    failures = failures_line(rows, "runs")
+    if failures:
+        raise SatsimError(failures)

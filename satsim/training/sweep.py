@@ -158,6 +158,7 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
             rows[planned["name"]] = recorded
     todo = [planned for planned in configs if planned["name"] not in rows]
     if engine == "local" and todo:
+        check_devices(todo)
         _check_memory(todo, min(jobs, len(todo)))
     with ExitStack() as stack:
         if engine == "ray" and todo:  # joined before writing: a cluster not found leaves nothing
@@ -169,6 +170,14 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
         else:
             arriving = _local_rows(todo, root, jobs, worker)
         return _record_rows(configs, root, rows, arriving, on_result)
+
+
+def check_devices(todo: list[dict]) -> None:
+    """Refuse, before any run starts here, a device this machine lacks (cuda without a GPU)."""
+    from satsim.soft.device import resolve_device
+
+    for device in sorted({planned["settings"]["device"] for planned in todo}):
+        resolve_device(device)
 
 
 def _check_memory(todo: list[dict], at_once: int) -> None:
