@@ -264,8 +264,11 @@ def split_folders(root: str | Path) -> dict[str, Path]:
         raise LanguageError(f"{root} is not a folder")
     found = {TRAIN: root}
     if (root / SPLITS).is_dir():
-        found |= {p.name: p for p in sorted((root / SPLITS).iterdir())
-                  if (p / "main.tok").is_file()}
+        for folder in sorted(p for p in (root / SPLITS).iterdir() if p.is_dir()):
+            if not (folder / "main.tok").is_file():
+                raise LanguageError(f"{folder} holds no main.tok: a held-out split is broken; "
+                                    "restore its files or remove the folder")
+            found[folder.name] = folder
     return found
 
 
@@ -319,6 +322,22 @@ def folder_language(root: str | Path) -> Language:
     raise LanguageError(f"cannot tell which language {root} holds: {name!r} is not one of "
                         f"FLaRe's ({', '.join(FLARE)}) and it has no {MANIFEST}; name the "
                         "language (--lang)")
+
+
+def check_folder_language(root: str | Path, name: str) -> None:
+    """Refuse to read a dataset folder as language ``name`` when it says it holds another.
+
+    A folder that does not say (no satsim.json, not named after a FLaRe language) is read as
+    ``name``.
+    """
+    try:
+        held = folder_language(root).name
+    except LanguageError:
+        return
+    if held != name:
+        where = f"its {MANIFEST}" if (Path(root) / MANIFEST).is_file() else "its FLaRe name"
+        raise LanguageError(f"{root} holds {held} ({where}), not {name}: its labels are "
+                            f"{held}'s; leave out --lang, or give --lang {held}")
 
 
 def dataset_digest(root: str | Path) -> str:

@@ -331,3 +331,56 @@ def test_training_reads_a_flare_folder_and_refuses_it_changed(tmp_path):
     (folder / "labels.txt").write_text("0" + labels[1:] if labels[0] == "1" else "1" + labels[1:])
     resumed = CliRunner().invoke(cli, ["train", "--resume", "--out", str(run), "--steps", "6"])
     assert resumed.exit_code != 0 and "changed since the run started" in str(resumed.exception)
+
+
+def _data_folder(tmp_path, name="majority"):
+    folder = tmp_path / name
+    shutil.copytree(Path(__file__).parent / "data" / "flare" / "majority", folder)
+    return folder
+
+
+TRAIN_ON_DATA = ["train", "--steps", "2", "--checkpoint-every", "1", "--log-every", "1",
+                 "--d-model", "8", "--d-head", "4", "--d-mlp", "16"]
+
+
+@pytest.mark.parametrize("named", ["satsim.json", "FLaRe's name"])
+def test_a_data_folder_of_another_language_than_lang_is_refused(tmp_path, named):
+    folder = _data_folder(tmp_path, "majority" if named != "satsim.json" else "mine")
+    if named == "satsim.json":
+        (folder / "satsim.json").write_text('{"language": "majority", "splits": ["train"]}')
+    where = "its satsim.json" if named == "satsim.json" else "its FLaRe name"
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--lang", "dyck1",
+                                      "--out", str(tmp_path / "run")], standalone_mode=False)
+    assert str(result.exception) == (f"{folder} holds majority ({where}), not dyck1: its labels "
+                                     "are majority's; leave out --lang, or give --lang majority")
+    assert not (tmp_path / "run").exists()
+    config = TrainConfig(lang="dyck1", task="recognition", data=str(folder))
+    with pytest.raises(SatsimError, match="holds majority"):  # a sweep's run: the same check
+        run_data(config, initial_spec(config, ("(", ")")))
+
+
+def test_a_data_folder_with_its_own_language_named_trains(tmp_path):
+    folder = _data_folder(tmp_path)
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--lang", "majority",
+                                      "--task", "recognition", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+
+
+def test_split_beside_data_is_refused(tmp_path):
+    folder = _data_folder(tmp_path)
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--split", "satsim",
+                                      "--out", str(tmp_path / "run")], standalone_mode=False)
+    assert str(result.exception) == ("--split goes without --data: the folder's splits are the "
+                                     "data (leave out --split)")
+
+
+def test_a_broken_held_out_split_is_refused_by_name(tmp_path):
+    folder = _data_folder(tmp_path)
+    (folder / "datasets" / "test" / "main.tok").unlink()
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--task",
+                                      "recognition", "--out", str(tmp_path / "run")],
+                                standalone_mode=False)
+    assert str(result.exception) == (f"{folder / 'datasets' / 'test'} holds no main.tok: a "
+                                     "held-out split is broken; restore its files or remove "
+                                     "the folder")
+    assert not (tmp_path / "run").exists()
