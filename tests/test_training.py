@@ -384,3 +384,29 @@ def test_a_broken_held_out_split_is_refused_by_name(tmp_path):
                                      "held-out split is broken; restore its files or remove "
                                      "the folder")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_whose_files_would_not_fit_on_the_disk_is_refused_before_writing(tmp_path):
+    # --steps 2000000000 --checkpoint-every 1 wrote 50 kB a step until the disk was full.
+    result = CliRunner().invoke(cli, ["train", "--steps", "2000000000", "--checkpoint-every",
+                                      "1", "--out", str(tmp_path / "run")], standalone_mode=False)
+    assert isinstance(result.exception, SatsimError)
+    assert str(result.exception).startswith("2,000,000,000 steps with a checkpoint every 1 and a "
+                                            "metrics row every 25 write about ")
+    assert str(result.exception).endswith("lower --steps or raise --checkpoint-every and "
+                                          "--log-every")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("d_model", [8, 32])
+def test_the_disk_estimate_of_a_run_is_near_the_files_it_writes(tmp_path, d_model):
+    from satsim.training.budget import run_disk_bytes
+
+    run = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["train", "--steps", "6", "--checkpoint-every", "2",
+                                      "--log-every", "1", "--train-size", "40", "--d-model",
+                                      str(d_model), "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    written = sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
+    estimate = run_disk_bytes(TrainConfig.load(run / "config.json"), 2)
+    assert 0.75 * written < estimate < 1.5 * written

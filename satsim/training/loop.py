@@ -28,7 +28,7 @@ from satsim.model.io import load_spec, save_spec
 from satsim.output import write_text_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
-from satsim.training.budget import EVAL_CHUNK, check_training_memory
+from satsim.training.budget import EVAL_CHUNK, check_training_disk, check_training_memory
 from satsim.training.checkpoint import (
     checkpoint_steps,
     holds_run,
@@ -220,7 +220,9 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
     training starts from.
     """
     run = Path(run)
-    check_training_memory(config, len(languages.get(config.lang).alphabet))  # before any write
+    alphabet = len(languages.get(config.lang).alphabet)
+    check_training_memory(config, alphabet)  # before any write
+    check_training_disk(config, alphabet, run)
     with run_lock(run):
         return _train(config, run, resume, progress, notice or _to_stderr, on_start)
 
