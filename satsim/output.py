@@ -13,6 +13,7 @@ import errno
 import glob
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -82,12 +83,16 @@ def written_in_place(path: Path) -> bool:
 
 
 PARTIAL = ".partial-"
-"""Infix of a file or folder being written: ``.NAME.partial-PID`` beside its target."""
+"""Infix of a file or folder being written: ``.NAME.partial-HOST-PID`` beside its target."""
 
 
-def partial_path(path: Path) -> Path:
-    """Where this process writes ``path`` before renaming it into place (hidden, by pid)."""
-    return path.with_name(f".{path.name}{PARTIAL}{os.getpid()}")
+def partial_path(path: Path, pid: int | None = None) -> Path:
+    """Where process ``pid`` (default: this one) writes ``path`` before renaming it into place.
+
+    Hidden beside ``path`` and named by the host and the process, so that a later run can tell
+    a killed writer's partial (removed) from a live one's, also on a disk other hosts share.
+    """
+    return path.with_name(f".{path.name}{PARTIAL}{socket.gethostname()}-{pid or os.getpid()}")
 
 
 def _process_alive(pid: int) -> bool:
@@ -110,8 +115,9 @@ def _remove(path: Path) -> None:
 def remove_stale_partials(path: Path) -> None:
     """Remove what killed writers of ``path`` left (a live writer's partial is kept)."""
     for stale in path.parent.glob(f".{glob.escape(path.name)}{PARTIAL}*"):
-        pid = stale.name.rpartition(PARTIAL)[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+        host, _, pid = stale.name.rpartition(PARTIAL)[2].rpartition("-")
+        if (host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid()
+                and not _process_alive(int(pid))):
             _remove(stale)
 
 

@@ -14,7 +14,13 @@ import pytest
 from helpers import file_size_limit, random_spec
 
 from satsim.model.io import load_spec, save_spec
-from satsim.output import PARTIAL, replace_atomically, save_figure, write_text_atomically
+from satsim.output import (
+    PARTIAL,
+    partial_path,
+    replace_atomically,
+    save_figure,
+    write_text_atomically,
+)
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 PACKAGES = [Path(__file__).parent.parent / name for name in ("satsim", "languages")]
@@ -127,14 +133,14 @@ def test_a_partial_of_a_live_writer_is_kept_and_a_dead_writers_is_removed(tmp_pa
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     try:
-        target = tmp_path / "r.json"
-        for pid in (live.pid, dead.pid):
-            (tmp_path / f".r.json{PARTIAL}{pid}").mkdir()  # a folder or a file alike
-        (tmp_path / f".other.json{PARTIAL}{dead.pid}").write_text("another target's")
+        target, other = tmp_path / "r.json", tmp_path / "other.json"
+        kept = [partial_path(target, live.pid), partial_path(other, dead.pid),
+                target.with_name(f".r.json{PARTIAL}another-host-{dead.pid}")]
+        for partial in (*kept, partial_path(target, dead.pid)):
+            partial.mkdir()  # a folder or a file alike
         write_text_atomically(target, "new\n")
         assert target.read_text() == "new\n"
-        assert leftovers(tmp_path) == sorted([f".r.json{PARTIAL}{live.pid}",
-                                              f".other.json{PARTIAL}{dead.pid}"])
+        assert leftovers(tmp_path) == sorted(p.name for p in kept)
     finally:
         live.kill()
         live.wait()
@@ -145,7 +151,7 @@ def test_a_sample_flare_killed_by_sigkill_leaves_a_partial_that_the_next_run_rem
     command = [sys.executable, "-m", "satsim", "sample", "--lang", "dyck1", "--split", "flare",
                "-n", "20000", "--flare", str(target)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    partial = tmp_path / f".data{PARTIAL}{process.pid}"
+    partial = partial_path(target, process.pid)
     while process.poll() is None and not (partial / "main.tok").exists():  # until it writes
         time.sleep(0.005)
     process.send_signal(signal.SIGKILL)

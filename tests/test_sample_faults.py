@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+from satsim.output import partial_path
+
 SAMPLE = [sys.executable, "-m", "satsim", "sample", "--lang", "dyck1", "-n", "30000",
           "--max-len", "100", "--json", "--seed", "3"]
 
@@ -29,7 +31,7 @@ def test_a_sample_killed_or_interrupted_leaves_the_old_file_or_the_whole_new_one
         before = out.read_bytes()
         process = subprocess.Popen([*SAMPLE, "--out", str(out)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True)
-        temporary = out.with_name(f".{out.name}.partial-{process.pid}")
+        temporary = partial_path(out, process.pid)
         while process.poll() is None and modified(temporary) is None:  # until it writes
             time.sleep(0.01)
         time.sleep(moments.uniform(0.0, 0.5))
