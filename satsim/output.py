@@ -135,7 +135,7 @@ def _sync(path: Path) -> None:
 def replace_atomically(write: Callable[[Path], object], path: str | os.PathLike) -> None:
     """Write ``path`` (a file or a folder) through ``write(partial path)``, a sync and a rename.
 
-    ``write`` fills the partial path (hidden beside ``path``, named by this process's id); it
+    ``write`` fills the partial path (hidden beside ``path``, see :func:`partial_path`); it
     is synced to the disk and renamed onto ``path``, so a full disk, an error or a kill leaves
     the old ``path`` or the whole new one. A failure removes the partial; what a killed run
     left is removed by the next write of the same ``path``. A folder replaces only a missing or
