@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,10 +235,8 @@ def read_split(folder: str | Path, language: Language) -> FlareSplit:
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:
-    """Write newline-terminated lines through a temporary file and a rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes("".join(line + "\n" for line in lines).encode("utf-8"))
-    tmp.replace(path)
+    """Write newline-terminated lines (UTF-8)."""
+    path.write_bytes("".join(line + "\n" for line in lines).encode("utf-8"))
 
 
 def write_split(folder: str | Path, split: FlareSplit, language: Language) -> None:
@@ -268,8 +264,11 @@ def split_folders(root: str | Path) -> dict[str, Path]:
         raise LanguageError(f"{root} is not a folder")
     found = {TRAIN: root}
     if (root / SPLITS).is_dir():
-        found |= {p.name: p for p in sorted((root / SPLITS).iterdir())
-                  if (p / "main.tok").is_file()}
+        for folder in sorted(p for p in (root / SPLITS).iterdir() if p.is_dir()):
+            if not (folder / "main.tok").is_file():
+                raise LanguageError(f"{folder} holds no main.tok: a held-out split is broken; "
+                                    "restore its files or remove the folder")
+            found[folder.name] = folder
     return found
 
 
@@ -297,21 +296,15 @@ def check_new_folder(root: str | Path) -> Path:
 def write_dataset(root: str | Path, splits: dict[str, FlareSplit], language: Language) -> None:
     """Write splits in FLaRe's layout ("train" or a lone split at the root) and satsim.json.
 
-    ``root`` must be new or empty: the folder is written beside it and renamed into place, so
-    it is whole or absent, never a mix with an older dataset's splits.
+    ``root`` must be new or empty. The files are written in place: a caller that needs the
+    folder whole or absent writes it beside and renames it (satsim sample --flare does).
     """
     root = check_new_folder(root)
-    partial = root.with_name(f".{root.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
-        for name, split in splits.items():
-            at_root = name == TRAIN or len(splits) == 1
-            write_split(partial if at_root else partial / SPLITS / name, split, language)
-        manifest = json.dumps({"language": language.name, "splits": list(splits)})
-        _write_lines(partial / MANIFEST, [manifest])
-        os.replace(partial, root)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+    for name, split in splits.items():
+        at_root = name == TRAIN or len(splits) == 1
+        write_split(root if at_root else root / SPLITS / name, split, language)
+    manifest = json.dumps({"language": language.name, "splits": list(splits)})
+    _write_lines(root / MANIFEST, [manifest])
 
 
 def folder_language(root: str | Path) -> Language:
@@ -329,6 +322,22 @@ def folder_language(root: str | Path) -> Language:
     raise LanguageError(f"cannot tell which language {root} holds: {name!r} is not one of "
                         f"FLaRe's ({', '.join(FLARE)}) and it has no {MANIFEST}; name the "
                         "language (--lang)")
+
+
+def check_folder_language(root: str | Path, name: str) -> None:
+    """Refuse to read a dataset folder as language ``name`` when it says it holds another.
+
+    A folder that does not say (no satsim.json, not named after a FLaRe language) is read as
+    ``name``.
+    """
+    try:
+        held = folder_language(root).name
+    except LanguageError:
+        return
+    if held != name:
+        where = f"its {MANIFEST}" if (Path(root) / MANIFEST).is_file() else "its FLaRe name"
+        raise LanguageError(f"{root} holds {held} ({where}), not {name}: its labels are "
+                            f"{held}'s; leave out --lang, or give --lang {held}")
 
 
 def dataset_digest(root: str | Path) -> str:

@@ -10,8 +10,12 @@ before the computation rather than after it.
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import shutil
+import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from satsim.errors import SatsimError
@@ -75,32 +79,99 @@ def check_output_folder(path: str | os.PathLike, option: str = "output") -> Path
 
 def written_in_place(path: Path) -> bool:
     """Whether ``path`` is a device, a pipe or a link, which a write must not rename onto."""
-    return path.is_symlink() or (path.exists() and not path.is_file())
+    return path.is_symlink() or (path.exists() and not path.is_file() and not path.is_dir())
 
 
-def replace_atomically(write, path: str | os.PathLike) -> None:
-    """Write ``path`` through ``write(temporary path)`` and a rename: a kill leaves old or new.
+PARTIAL = ".partial-"
+"""Infix of a file or folder being written: ``.NAME.partial-HOST-PID`` beside its target."""
 
-    A write that fails (a full disk, an error in ``write``) removes its temporary file and
-    leaves ``path`` as it was. A path that is not a regular file (/dev/null, a pipe) or is a
-    symbolic link (/dev/stdout, a user's link) is written in place: renaming onto it would
-    replace the device or the link.
+
+def partial_path(path: Path, pid: int | None = None) -> Path:
+    """Where process ``pid`` (default: this one) writes ``path`` before renaming it into place.
+
+    Hidden beside ``path`` and named by the host and the process, so that a later run can tell
+    a killed writer's partial (removed) from a live one's, also on a disk other hosts share.
+    """
+    return path.with_name(f".{path.name}{PARTIAL}{socket.gethostname()}-{pid or os.getpid()}")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_stale_partials(path: Path) -> None:
+    """Remove what killed writers of ``path`` left (a live writer's partial is kept)."""
+    for stale in path.parent.glob(f".{glob.escape(path.name)}{PARTIAL}*"):
+        host, _, pid = stale.name.rpartition(PARTIAL)[2].rpartition("-")
+        if (host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid()
+                and not _process_alive(int(pid))):
+            _remove(stale)
+
+
+def _sync(path: Path) -> None:
+    """Flush ``path`` (a file, or a folder and every file in it) to the disk."""
+    files = [path] if not path.is_dir() else [path, *path.rglob("*")]
+    for item in files:
+        descriptor = os.open(item, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def replace_atomically(write: Callable[[Path], object], path: str | os.PathLike) -> None:
+    """Write ``path`` (a file or a folder) through ``write(partial path)``, a sync and a rename.
+
+    ``write`` fills the partial path (hidden beside ``path``, see :func:`partial_path`); it
+    is synced to the disk and renamed onto ``path``, so a full disk, an error or a kill leaves
+    the old ``path`` or the whole new one. A failure removes the partial; what a killed run
+    left is removed by the next write of the same ``path``. A folder replaces only a missing or
+    empty one. A path that is not a regular file (/dev/null, a pipe) or is a symbolic link
+    (/dev/stdout, a user's link) is written in place: renaming onto it would replace the
+    device or the link.
     """
     path = Path(path)
     in_place = written_in_place(path)
-    tmp = path if in_place else path.with_name(path.name + ".tmp")
+    if not in_place:
+        remove_stale_partials(path)
+    tmp = path if in_place else partial_path(path)
     try:
         write(tmp)
         if not in_place:
+            _sync(tmp)
             os.replace(tmp, path)
     except BaseException as error:
         if not in_place:
-            tmp.unlink(missing_ok=True)
-        if isinstance(error, OSError) and error.filename is None:
-            error.filename = str(path)  # a failed write() names no file: say which
+            _remove(tmp)
+        if isinstance(error, OSError) and error.filename in (None, str(tmp), tmp):
+            error.filename = str(path)  # name the file asked for, not the hidden partial
         raise
+
+
+def write_bytes_atomically(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through :func:`replace_atomically`: a kill leaves old or new."""
+    replace_atomically(lambda tmp: tmp.write_bytes(data), path)
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through :func:`replace_atomically`: a kill leaves old or new."""
-    replace_atomically(lambda tmp: Path(tmp).write_text(text), path)
+    write_bytes_atomically(path, text.encode("utf-8"))
+
+
+def save_figure(figure, path: str | os.PathLike, **options) -> None:
+    """Save a matplotlib figure to ``path`` (its format from the suffix) through a rename."""
+    suffix = Path(path).suffix.lstrip(".").lower() or None
+    replace_atomically(lambda tmp: figure.savefig(tmp, format=suffix, **options), path)

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from click.testing import CliRunner
 from helpers import run_satsim
 from test_cli_errors import one_error_line
@@ -134,10 +135,12 @@ def test_a_model_that_cannot_be_scored_is_an_error_row_and_the_others_stay(refer
     spec_path(run, step).write_bytes(b"not a safetensors file")
     result = run_satsim("benchmark", "flare", "--out", str(broken), *ARGS)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.splitlines()[-1].startswith("error: 1 of 4 models failed (majority-t1)")
     assert "majority-t1" in result.stdout and "failed: " in result.stdout
     rows = [json.loads(line) for line in (broken / "models.jsonl").open()]
     assert "error" in rows[0] and all("error" not in row for row in rows[1:])
+    assert result.stderr.splitlines()[-1] == (  # the reason, not only that it failed
+        f"error: 1 of 4 models failed (majority-t1); the first, majority-t1: {rows[0]['error']}"
+        "; the tables leave them out")
     majority = json.loads((broken / "languages.jsonl").read_text().splitlines()[0])
     assert (majority["trials"], majority["failed"]) == (1, 1)
 
@@ -192,6 +195,10 @@ def test_the_paper_scale_plans_flares_model_size_and_draws_each_trials_optimiser
     (["--engine", "ray", "--jobs", "2"], "--jobs is an option of --engine local"),
     (["--trials", "0"], "Invalid value for '--trials'"),
     (["--scale", "huge"], "Invalid value for '--scale'"),
+    (["-n", "2000000000"], "-n 2000000000 (strings per length bin) needs about"),
+    (["--trials", "2000000000"], "--trials 2000000000 (36,000,000,000 models) needs about"),
+    pytest.param(["--set", "device=cuda"], "device 'cuda' was asked for, but torch sees no CUDA",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")),
 ])
 def test_bad_options_are_one_line_errors_before_any_work(tmp_path, extra, message):
     result = run_satsim("benchmark", "flare", "--out", str(tmp_path / "b"), *extra)

@@ -208,3 +208,19 @@ def test_a_data_folder_of_long_strings_costs_more_than_the_preset(tmp_path):
     folder = TrainConfig(lang="majority", task="recognition", train_size=20, batch_size=20,
                          data=str(tmp_path / "long"))
     assert training_bytes(folder, 2) > 20 * training_bytes(preset, 2)
+
+
+@pytest.mark.parametrize("preset", [None, "flare"])
+def test_an_empty_sample_writes_every_split_as_empty_files(tmp_path, preset):
+    folder = tmp_path / "empty"
+    args = ["sample", "--lang", "dyck1", "-n", "0", "--flare", str(folder)]
+    result = CliRunner().invoke(cli, args + (["--split", preset] if preset else []),
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    names = [split.name for split in datasets.splits_for(preset, 0, 40)]
+    manifest = json.loads((folder / "satsim.json").read_text())
+    assert manifest == {"language": "dyck1", "splits": names}
+    read = flare.read_dataset(folder, languages.get("dyck1"))
+    expected = ["train", *sorted(n for n in names if n != "train")] if preset else ["train"]
+    assert list(read) == expected and all(split.strings == [] for split in read.values())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]

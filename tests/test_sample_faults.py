@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+from satsim.output import partial_path
+
 SAMPLE = [sys.executable, "-m", "satsim", "sample", "--lang", "dyck1", "-n", "30000",
           "--max-len", "100", "--json", "--seed", "3"]
 
@@ -22,15 +24,15 @@ def modified(path) -> int | None:
 def test_a_sample_killed_or_interrupted_leaves_the_old_file_or_the_whole_new_one(tmp_path):
     whole = subprocess.run(SAMPLE, capture_output=True, check=True).stdout
     out = tmp_path / "d.jsonl"
-    temporary = out.with_name(out.name + ".tmp")
     out.write_bytes(b"old\n")
     moments = random.Random(5)
     for sent in (signal.SIGKILL, signal.SIGKILL, signal.SIGINT):
-        # A kill leaves its temporary file (nothing runs after SIGKILL); the next run rewrites it.
-        before, stale = out.read_bytes(), modified(temporary)
+        # A kill leaves its partial file (nothing runs after SIGKILL); a later run removes it.
+        before = out.read_bytes()
         process = subprocess.Popen([*SAMPLE, "--out", str(out)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True)
-        while process.poll() is None and modified(temporary) in (None, stale):  # until it writes
+        temporary = partial_path(out, process.pid)
+        while process.poll() is None and modified(temporary) is None:  # until it writes
             time.sleep(0.01)
         time.sleep(moments.uniform(0.0, 0.5))
         if process.poll() is None:

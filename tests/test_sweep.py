@@ -179,7 +179,8 @@ def test_a_diverging_run_is_named_and_the_other_rows_are_written(tmp_path):
         "lr1e+30", "failed:", "the", "loss", "became", "nan", "at", "step", "1;", "lower",
         "the", "lr"]
     assert result.returncode == 2 and result.stderr.splitlines()[-1] == (
-        "error: 1 of 2 runs failed (lr1e+30); the table names why")
+        "error: 1 of 2 runs failed (lr1e+30); the first, lr1e+30: the loss became nan at "
+        "step 1; lower the lr")
 
 
 def test_the_ray_engine_without_ray_is_one_line_naming_the_extra(tmp_path):
@@ -317,3 +318,15 @@ def test_a_run_on_a_data_folder_matches_its_plan_once_its_digest_is_stamped(tmp_
     (run / "config.json").write_text(json.dumps({**stamped, "steps": 6}))
     with pytest.raises(SatsimError, match="other settings than the plan's"):
         check_plan(planned, tmp_path)
+
+
+def test_a_device_this_machine_lacks_is_refused_before_any_run(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    result = run_satsim("sweep", "--out", str(tmp_path / "s"), "--seed", "0,1",
+                        "--set", "device=cuda")
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == (
+        "error: device 'cuda' was asked for, but torch sees no CUDA GPU here")
+    assert not (tmp_path / "s").exists()

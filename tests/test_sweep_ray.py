@@ -97,3 +97,12 @@ def test_runs_on_cuda_ask_ray_for_a_gpu():
     off = {"settings": {"device": "cpu"}}
     assert [gpus_for(on, None), gpus_for(off, None), gpus_for(off, 0.5), gpus_for(on, 0.25)] \
         == [1.0, 0.0, 0.5, 0.25]
+
+
+def test_more_cpus_per_run_than_any_node_has_are_refused_instead_of_waiting(tmp_path):
+    result = CliRunner().invoke(cli, [
+        "sweep", "--out", str(tmp_path / "ray"), "--seed", "0", "--engine", "ray",
+        "--cpus-per-run", str(RAY_CPUS + 1), *[f"--set={k}={v}" for k, v in TINY.items()
+                                               if k != "seed"]], standalone_mode=False)
+    assert str(result.exception) == (f"--cpus-per-run {RAY_CPUS + 1}: the Ray cluster's largest "
+                                     f"node has {RAY_CPUS} CPUs; give at most {RAY_CPUS}")

@@ -331,3 +331,82 @@ def test_training_reads_a_flare_folder_and_refuses_it_changed(tmp_path):
     (folder / "labels.txt").write_text("0" + labels[1:] if labels[0] == "1" else "1" + labels[1:])
     resumed = CliRunner().invoke(cli, ["train", "--resume", "--out", str(run), "--steps", "6"])
     assert resumed.exit_code != 0 and "changed since the run started" in str(resumed.exception)
+
+
+def _data_folder(tmp_path, name="majority"):
+    folder = tmp_path / name
+    shutil.copytree(Path(__file__).parent / "data" / "flare" / "majority", folder)
+    return folder
+
+
+TRAIN_ON_DATA = ["train", "--steps", "2", "--checkpoint-every", "1", "--log-every", "1",
+                 "--d-model", "8", "--d-head", "4", "--d-mlp", "16"]
+
+
+@pytest.mark.parametrize("named", ["satsim.json", "FLaRe's name"])
+def test_a_data_folder_of_another_language_than_lang_is_refused(tmp_path, named):
+    folder = _data_folder(tmp_path, "majority" if named != "satsim.json" else "mine")
+    if named == "satsim.json":
+        (folder / "satsim.json").write_text('{"language": "majority", "splits": ["train"]}')
+    where = "its satsim.json" if named == "satsim.json" else "its FLaRe name"
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--lang", "dyck1",
+                                      "--out", str(tmp_path / "run")], standalone_mode=False)
+    assert str(result.exception) == (f"{folder} holds majority ({where}), not dyck1: its labels "
+                                     "are majority's; leave out --lang, or give --lang majority")
+    assert not (tmp_path / "run").exists()
+    config = TrainConfig(lang="dyck1", task="recognition", data=str(folder))
+    with pytest.raises(SatsimError, match="holds majority"):  # a sweep's run: the same check
+        run_data(config, initial_spec(config, ("(", ")")))
+
+
+def test_a_data_folder_with_its_own_language_named_trains(tmp_path):
+    folder = _data_folder(tmp_path)
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--lang", "majority",
+                                      "--task", "recognition", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+
+
+def test_split_beside_data_is_refused(tmp_path):
+    folder = _data_folder(tmp_path)
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--split", "satsim",
+                                      "--out", str(tmp_path / "run")], standalone_mode=False)
+    assert str(result.exception) == ("--split goes without --data: the folder's splits are the "
+                                     "data (leave out --split)")
+
+
+def test_a_broken_held_out_split_is_refused_by_name(tmp_path):
+    folder = _data_folder(tmp_path)
+    (folder / "datasets" / "test" / "main.tok").unlink()
+    result = CliRunner().invoke(cli, [*TRAIN_ON_DATA, "--data", str(folder), "--task",
+                                      "recognition", "--out", str(tmp_path / "run")],
+                                standalone_mode=False)
+    assert str(result.exception) == (f"{folder / 'datasets' / 'test'} holds no main.tok: a "
+                                     "held-out split is broken; restore its files or remove "
+                                     "the folder")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_whose_files_would_not_fit_on_the_disk_is_refused_before_writing(tmp_path):
+    # --steps 2000000000 --checkpoint-every 1 wrote 50 kB a step until the disk was full.
+    result = CliRunner().invoke(cli, ["train", "--steps", "2000000000", "--checkpoint-every",
+                                      "1", "--out", str(tmp_path / "run")], standalone_mode=False)
+    assert isinstance(result.exception, SatsimError)
+    assert str(result.exception).startswith("2,000,000,000 steps with a checkpoint every 1 and a "
+                                            "metrics row every 25 write about ")
+    assert str(result.exception).endswith("lower --steps or raise --checkpoint-every and "
+                                          "--log-every")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("d_model", [8, 32])
+def test_the_disk_estimate_of_a_run_is_near_the_files_it_writes(tmp_path, d_model):
+    from satsim.training.budget import run_disk_bytes
+
+    run = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["train", "--steps", "6", "--checkpoint-every", "2",
+                                      "--log-every", "1", "--train-size", "40", "--d-model",
+                                      str(d_model), "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    written = sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
+    estimate = run_disk_bytes(TrainConfig.load(run / "config.json"), 2)
+    assert 0.75 * written < estimate < 1.5 * written

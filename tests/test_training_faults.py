@@ -89,7 +89,7 @@ def test_a_full_disk_stops_training_in_one_line_without_temporary_files_and_it_r
     errors = [line for line in full.stderr.splitlines() if line.startswith("error: ")]
     assert full.returncode == 2 and "Traceback" not in full.stderr, full.stderr
     assert len(errors) == 1 and errors[0].startswith(f"error: the disk is full ({cut}/")
-    assert not list(cut.rglob("*.tmp"))
+    assert not list(cut.rglob(".*.partial-*"))
     finish = satsim(*TRAIN, "--resume", "--out", str(cut))
     _, err = finish.communicate()
     assert finish.returncode == 0, err

@@ -17,10 +17,11 @@ from satsim.model.encoding import symbols_text
 from satsim.model.spec import ModelSpec
 
 
-def check_test_set_memory(bins: Sequence[tuple[int, int]], n: int) -> None:
+def check_test_set_memory(bins: Sequence[tuple[int, int]], n: int,
+                          advice: str = "lower -n or the lengths") -> None:
     """Raise a one-line SatsimError when one bin's ``n`` strings would not fit in memory."""
     largest = max((strings_bytes(n, (low + high) / 2) for low, high in bins), default=0)
-    check_memory(largest, f"-n {n} (strings per length bin)", "lower -n or the lengths")
+    check_memory(largest, f"-n {n} (strings per length bin)", advice)
 
 
 def test_set(

@@ -12,6 +12,7 @@ from satsim.model.encoding import symbols_text
 from satsim.model.readout import answer_json, answer_text, decode
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import PER_POSITION_TASKS, ModelSpec
+from satsim.output import save_figure
 from satsim.reference import attention as ref
 
 MAX_PLOT_TOKENS = 512
@@ -216,5 +217,5 @@ def plot_attention(spec: ModelSpec, trace: Trace, path: str) -> None:
         figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8,
                         label="attention weight (1 / tie-set size on a tie set)")
     figure.suptitle(f"{spec.name}: {trace.string[:60]!r} ({trace.settings.kind})")
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)

@@ -61,6 +61,10 @@ BATCH_TOKENS = (128, 4096)
 MEAN_TOKENS = 21
 """A training string's mean tokens (lengths uniform on 0–40, plus BOS): tokens → strings."""
 
+MODEL_BYTES = 10_000
+"""Memory a planned model holds while the benchmark runs: its plan entry (1.3 kB measured),
+its JSON, its result row and table rows."""
+
 COMMON = {"task": "recognition", "split": "flare", "norm": "pre", "positional": "sinusoidal",
           "optimizer": "adam", "weight_decay": 0.0}
 
@@ -131,6 +135,17 @@ def evaluation_settings(n: int, seed: int = 0) -> dict:
             "select": SELECT, "dtype": "float64"}
 
 
+def check_plan_memory(languages: int, trials: int, n: int) -> None:
+    """Refuse, before planning, more models or test strings than fit in free memory."""
+    from satsim.analysis.strings import check_test_set_memory
+    from satsim.engine.resources import check_memory
+
+    models = languages * trials
+    check_memory(models * MODEL_BYTES, f"--trials {trials} ({models:,} models)",
+                 "lower --trials or name fewer languages with --lang")
+    check_test_set_memory(BINS, n, "lower -n")
+
+
 def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | None = None,
          n: int | None = None) -> list[dict]:
     """The planned runs, language by language and trial by trial, each a sweep entry.
@@ -145,6 +160,7 @@ def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | 
     evaluation = evaluation_settings(scale.n if n is None else n)
     if evaluation["n"] < 1:
         raise SatsimError(f"need at least one test string per bin, got -n {evaluation['n']}")
+    check_plan_memory(len(languages), trials, evaluation["n"])
     configs = []
     for language in languages:
         for trial in range(1, trials + 1):
@@ -395,13 +411,19 @@ def check_manifest(root: Path, manifest: dict) -> None:
                           "with its own options, or choose another --out")
 
 
-def check_folder(configs: list[dict], manifest: dict, root: str | Path) -> None:
-    """Refuse, before anything is written, a folder that holds another benchmark or sweep."""
-    from satsim.training.sweep import check_plan
+def check_folder(configs: list[dict], manifest: dict, root: str | Path,
+                 engine: str = "local") -> None:
+    """Refuse, before anything is written, a folder that holds another benchmark or sweep.
+
+    With the local engine, a device this machine lacks (cuda without a GPU) is refused too.
+    """
+    from satsim.training.sweep import check_devices, check_plan
 
     root = Path(root).resolve()
     check_manifest(root, manifest)
     check_plan(configs, root)
+    if engine == "local":
+        check_devices(configs)
 
 
 def _jsonl(rows: Sequence[dict]) -> str:
@@ -421,7 +443,7 @@ def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engi
     from satsim.training.sweep import run_sweep
 
     root = Path(root).resolve()
-    check_folder(configs, manifest, root)
+    check_folder(configs, manifest, root, engine)
     root.mkdir(parents=True, exist_ok=True)
     if not (root / MANIFEST).exists():
         write_text_atomically(root / MANIFEST, json.dumps(manifest, indent=2) + "\n")

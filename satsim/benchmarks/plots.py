@@ -8,6 +8,7 @@ from pathlib import Path
 
 from satsim.benchmarks.flare import columns, scale_column
 from satsim.benchmarks.tables import bin_label
+from satsim.output import save_figure
 
 PANELS_PER_ROW = 7
 HEADER = 0.75
@@ -84,7 +85,7 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
     figure.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8,
                   frameon=False, bbox_to_anchor=(0.5, 1 - 0.4 / height))
     figure.tight_layout(rect=(0, 0, 1, top))
-    figure.savefig(path, dpi=130)
+    save_figure(figure, path, dpi=130)
     plt.close(figure)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from satsim.cli.options import OutputPath, PlotPath, count
+from satsim.cli.options import OutputPath, PlotPath, count, cpu_count
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 
@@ -35,7 +35,7 @@ def command() -> None:
               help="Test strings per length bin and model [default: the scale's].")
 @click.option("--set", "fixed", multiple=True, metavar="KEY=VALUE",
               help="Change a training setting of every model (repeatable), e.g. steps=50.")
-@click.option("--jobs", type=count(1), default=1, show_default=True,
+@click.option("--jobs", type=cpu_count(), default=1, show_default=True,
               help="Models at once with --engine local (one process each).")
 @click.option("--address", default=None,
               help="Ray cluster to join (default: RAY_ADDRESS, else a local cluster).")
@@ -55,6 +55,7 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     from satsim.benchmarks.tables import model_line, summary
     from satsim.cli.sweep import _engine_options
     from satsim.training.grid import parse_pairs, parse_setting
+    from satsim.training.runs import failures_line
 
     chosen = flare.scale_named(scale)
     languages = flare.language_names(lang_text)
@@ -62,7 +63,7 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     configs = flare.plan(chosen, languages, trials or chosen.trials, overrides, n)
     manifest = flare.manifest_for(chosen, languages, configs, overrides)
     ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
-    flare.check_folder(configs, manifest, out)
+    flare.check_folder(configs, manifest, out, engine)
 
     total = len(configs)
     done = []
@@ -99,6 +100,6 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
 
         plot_benchmark(result.manifest, result.languages, result.constructions, plot_path)
         click.echo(f"figure written to {plot_path}", err=True)
-    if result.failed:
-        raise SatsimError(f"{len(result.failed)} of {total} models failed "
-                          f"({', '.join(result.failed)}); the tables leave them out")
+    failures = failures_line(result.rows, "models")
+    if failures:
+        raise SatsimError(f"{failures}; the tables leave them out")

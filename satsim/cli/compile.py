@@ -63,6 +63,7 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
     """
     from satsim.errors import SatsimError
     from satsim.model.io import save_spec
+    from satsim.output import write_text_atomically
     from satsim.rasp import compile_program, parse_program, read_program, star_free_program
 
     if (program_path is None) == (lang_name is None):
@@ -104,7 +105,7 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
     if out_path is not None:
         save_spec(spec, out_path)
     if program_out is not None:
-        Path(program_out).write_text(text, encoding="utf-8")
+        write_text_atomically(program_out, text)
     if as_json:
         click.echo(json.dumps(info))
     else:

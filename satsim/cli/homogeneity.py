@@ -6,7 +6,7 @@ import json
 
 import click
 
-from satsim.cli.options import PlotPath, count
+from satsim.cli.options import PlotPath, count, cpu_count
 from satsim.cli.progress import progressbar
 from satsim.papers.homogeneity.curves import PROTOCOLS, REFERENCE_C
 
@@ -29,7 +29,7 @@ from satsim.papers.homogeneity.curves import PROTOCOLS, REFERENCE_C
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
               show_default=True, help="float32 is what the authors ran.")
-@click.option("--threads", type=count(1), default=None,
+@click.option("--threads", type=cpu_count(), default=None,
               help="torch CPU threads (default: torch's).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--plot", "plot_path", type=PlotPath(), default=None,

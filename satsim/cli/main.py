@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import sys
 import traceback
@@ -173,10 +175,44 @@ def _add_discovered_commands() -> None:
 _add_discovered_commands()
 
 
+class _ClosedOutput(io.RawIOBase):
+    """Standard output when satsim started without one: every write fails (EBADF)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def _stand_in_for_closed_stdout() -> bool:
+    """Whether satsim started with standard output closed; if so, give it one that fails.
+
+    Python leaves ``sys.stdout`` None then, and click prints nothing: the stand-in makes a
+    write fail, as it fails on a full disk or a closed pipe. Unbuffered, a failed write is
+    dropped and the exit's flush has nothing left to fail on.
+    """
+    if sys.stdout is not None:
+        return False
+    sys.stdout = io.TextIOWrapper(_ClosedOutput(), encoding="utf-8", write_through=True)
+    return True
+
+
 def main() -> None:
-    """Entry point: bad input ends in one ``error:`` line (exit 2); a bug keeps its traceback."""
+    """Entry point: bad input ends in one ``error:`` line (exit 2); a bug keeps its traceback.
+
+    Standard output is flushed before the exit, so output that could not be written (a closed
+    standard output, a full disk) is an error too, reported once here for every command.
+    """
+    stdout_closed = _stand_in_for_closed_stdout()
     try:
         cli.main(prog_name="satsim", standalone_mode=False)
+        sys.stdout.flush()
+    except OSError as error:
+        if stdout_closed and error.errno == errno.EBADF and error.filename is None:
+            fail("standard output is closed, so the output was lost; redirect it to a file "
+                 "(> FILE) or to /dev/null")
+        _report_os_error(error)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -196,12 +232,15 @@ def main() -> None:
              f"install it with: pip install \"satsim[{extra}]\"")
     except MemoryError:
         fail("out of memory; ask for less (lower -n, shorter strings or a smaller batch)")
-    except OSError as error:
-        if error.errno not in ENVIRONMENT_ERRNOS:
-            report_bug()
-        fail(describe_os_error(error))
     except Exception:  # noqa: BLE001 - anything else is a bug: keep its traceback
         report_bug()
+
+
+def _report_os_error(error: OSError) -> NoReturn:
+    """A full disk or a missing permission in one line; any other OSError is a bug."""
+    if error.errno not in ENVIRONMENT_ERRNOS:
+        report_bug()
+    fail(describe_os_error(error))
 
 
 def usage_message(error: click.ClickException) -> str:

@@ -69,6 +69,31 @@ def count(minimum: int = 0) -> click.IntRange:
     return Count(min=minimum, max=MAX_COUNT)
 
 
+def machine_cpus() -> int:
+    """The CPUs this process may run on."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+class CpuCount(Count):
+    """Threads or processes at once: from 1 to this machine's CPUs (torch crashed at 100,000)."""
+
+    def convert(self, value, param, ctx):
+        """The number, refused beyond the CPUs this process may run on."""
+        number = super().convert(value, param, ctx)
+        cpus = machine_cpus()
+        if number > cpus:
+            self.fail(f"{number} is more than this machine's {cpus} CPUs; give 1 to {cpus}",
+                      param, ctx)
+        return number
+
+
+def cpu_count() -> CpuCount:
+    """The type of a --threads or --jobs option: from 1 to this machine's CPUs."""
+    return CpuCount(min=1, max=MAX_COUNT)
+
+
 def option_name(param: click.Parameter | None, default: str) -> str:
     """The name an error gives an option: its long form (``--out`` for ``-o/--out``)."""
     if param is None or not param.opts:

@@ -10,7 +10,7 @@ import json
 
 import click
 
-from satsim.cli.options import PlotPath, count
+from satsim.cli.options import PlotPath, count, cpu_count
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 
@@ -68,7 +68,7 @@ def parse_numbers(text: str, what: str) -> list[float]:
                    "(default: the head is part of the loss, fixed).")
 @click.option("--no-head-bias", is_flag=True,
               help="A linear head instead of an affine one (control: homogeneous logits).")
-@click.option("--threads", type=count(1), default=1, show_default=True,
+@click.option("--threads", type=cpu_count(), default=1, show_default=True,
               help="torch CPU threads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--plot", "plot_path", type=PlotPath(), default=None,

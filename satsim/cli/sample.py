@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -26,15 +27,19 @@ def _plain(row: dict) -> str:
     return "\t".join(([row["split"]] if row["split"] != "sample" else []) + fields)
 
 
-def _write_flare(folder: str, language, rows: list[dict]) -> None:
-    """Write the records in FLaRe's layout: strings, labels, next-symbol sets per split."""
+def _write_flare(folder: str, language, names: list[str], rows: list[dict]) -> None:
+    """Write the records in FLaRe's layout: strings, labels, next-symbol sets per split.
+
+    Every split in ``names`` is written, an empty one (-n 0) as empty files.
+    """
     from languages import flare
 
-    by_split: dict[str, list[dict]] = {}
+    by_split: dict[str, list[dict]] = {name: [] for name in names}
     for row in rows:
         by_split.setdefault(row["split"], []).append(row)
     splits = {name: flare.split_of_records(language, split) for name, split in by_split.items()}
-    flare.write_dataset(folder, splits, language)
+    Path(folder).parent.mkdir(parents=True, exist_ok=True)
+    replace_atomically(lambda partial: flare.write_dataset(partial, splits, language), folder)
 
 
 @click.command("sample")
@@ -96,7 +101,7 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
             rows = list(datasets.build(language, n, preset=preset, min_len=min_len,
                                        max_len=max_len, task=task, negatives=negatives,
                                        sampler=sampler, seed=seed, progress=bar.update))
-        _write_flare(flare_dir, language, rows)
+        _write_flare(flare_dir, language, [split.name for split in splits], rows)
         return
 
     def write(handle) -> None:
@@ -111,8 +116,8 @@ def command(lang_name, n, min_len, max_len, preset, task, negatives, sampler, ma
         write(sys.stdout)
         return
 
-    def write_file(path) -> None:
-        with open(path, "w", encoding="utf-8") as handle:
+    def write_file(partial) -> None:
+        with open(partial, "w", encoding="utf-8") as handle:
             write(handle)
 
     replace_atomically(write_file, out_path)  # the file appears whole, or stays as it was

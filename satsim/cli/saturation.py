@@ -9,6 +9,7 @@ import numpy as np
 
 from satsim.cli.options import NonEmptyPath, PlotPath, count, get_language, load_model
 from satsim.errors import SatsimError
+from satsim.output import save_figure
 
 
 def parse_scales(text: str) -> list[float]:
@@ -73,7 +74,7 @@ def _plot(result, path: str) -> None:
     right.set(xscale="log", xlabel="c", ylabel="cosine", title=f"last stream ({result.model})")
     right.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from satsim.cli.options import OutputPath, count
+from satsim.cli.options import OutputPath, count, cpu_count, machine_cpus
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.papers.scan_snap.data import LOSSES, N_COMMON
@@ -34,7 +34,7 @@ from satsim.papers.scan_snap.snap import DEFAULT_EPSILON
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_EPSILON,
               show_default=True, help="Snap threshold on the per-iteration TV change of the "
               "attention composition.")
-@click.option("--threads", type=count(1), default=2, show_default=True,
+@click.option("--threads", type=cpu_count(), default=min(2, machine_cpus()), show_default=True,
               help="torch CPU threads.")
 @click.option("--trace", "trace_text", metavar="K,ETA_Z,R", default=None,
               help="Trace one setting every iteration instead of running the grid.")

@@ -7,7 +7,7 @@ import re
 
 import click
 
-from satsim.cli.options import NonEmptyPath, count
+from satsim.cli.options import NonEmptyPath, count, cpu_count
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 
@@ -58,7 +58,7 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
               help="Any other training setting to sweep (repeatable).")
 @click.option("--set", "fixed", multiple=True, metavar="KEY=VALUE",
               help="A setting shared by every run (repeatable), e.g. steps=500.")
-@click.option("--jobs", type=count(1), default=1, show_default=True,
+@click.option("--jobs", type=cpu_count(), default=1, show_default=True,
               help="Runs at once (one process each, one torch thread each).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Run here (--jobs processes) or as Ray tasks (needs satsim[ray]).")
@@ -78,6 +78,7 @@ def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_ru
             gpus_per_run, plan_only, collect_only, as_json) -> None:
     """Train a grid of runs (languages × seeds × learning rates × …) and tabulate them."""
     from satsim.training.grid import base_settings, grid_from_lists
+    from satsim.training.runs import failures_line
     from satsim.training.sweep import check_plan, collect, plan, run_sweep
 
     if collect_only:
@@ -99,7 +100,6 @@ def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_ru
             click.echo(json.dumps(row))
     else:
         _table(rows)
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        raise SatsimError(f"{len(failed)} of {len(rows)} runs failed ({', '.join(failed)}); "
-                          "the table names why")
+    failures = failures_line(rows, "runs")
+    if failures:
+        raise SatsimError(failures)

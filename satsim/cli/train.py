@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from satsim.cli.options import OutputPath, count, get_language
+from satsim.cli.options import OutputPath, count, cpu_count, get_language
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.output import check_output_folder
@@ -34,7 +34,7 @@ def _option(name: str, kind, help_text: str, **extra):
 
 
 def _read_data_folder(settings: dict, context) -> None:
-    """--data: its absolute path; --lang, --train-size and --split (flare) unless given.
+    """--data: its absolute path; --lang (else the folder's) and --train-size unless given.
 
     The default --batch-size shrinks to a folder of fewer strings; a larger one given is refused.
     """
@@ -47,9 +47,13 @@ def _read_data_folder(settings: dict, context) -> None:
     settings["data"] = str(folder)
     given = {name for name in ("lang", "train_size", "split", "batch_size")
              if context.get_parameter_source(name) == ParameterSource.COMMANDLINE}
-    if "split" not in given:
-        settings["split"] = "flare"  # the report's default length bins
-    if "lang" not in given:
+    if "split" in given:
+        raise SatsimError("--split goes without --data: the folder's splits are the data "
+                          "(leave out --split)")
+    settings["split"] = "flare"  # the report's default length bins
+    if "lang" in given:
+        flare.check_folder_language(folder, get_language(settings["lang"]).name)
+    else:
         settings["lang"] = flare.folder_language(folder).name
     if "train_size" not in given:
         split = flare.read_split(folder, get_language(settings["lang"]))
@@ -90,7 +94,7 @@ def _read_data_folder(settings: dict, context) -> None:
 @click.option("--resume", is_flag=True,
               help="Continue the run in --out from its last intact checkpoint, with its saved "
                    "settings (only --steps may change).")
-@click.option("--threads", type=count(1), default=1, show_default=True,
+@click.option("--threads", type=cpu_count(), default=1, show_default=True,
               help="torch CPU threads (small models run fastest on one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context

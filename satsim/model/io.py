@@ -20,6 +20,7 @@ from satsim.model.spec import (
     PositionalSpec,
     tensor_name,
 )
+from satsim.output import write_bytes_atomically
 
 FORMAT = "satsim-spec"
 VERSION = 5
@@ -99,7 +100,8 @@ def save_spec(spec: ModelSpec, path: str | Path) -> None:
     """Write ``spec`` to ``path`` as safetensors with its configuration in the metadata.
 
     The bytes are written by Python, so the file's mode follows the umask (safetensors' own
-    ``save_file`` creates every file with mode 0600).
+    ``save_file`` creates every file with mode 0600), and through a rename: a failed or killed
+    write leaves the old file as it was.
     """
     from safetensors.numpy import save
 
@@ -108,7 +110,7 @@ def save_spec(spec: ModelSpec, path: str | Path) -> None:
     _check_path(path, "save_spec")
     tensors = {name: np.ascontiguousarray(a) for name, a in spec.tensors().items()}
     metadata = {METADATA_KEY: json.dumps(spec_config(spec))}
-    Path(path).write_bytes(save(tensors, metadata=metadata))
+    write_bytes_atomically(path, save(tensors, metadata=metadata))
 
 
 def _check_path(path: Any, what: str) -> None:

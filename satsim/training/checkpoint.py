@@ -16,7 +16,7 @@ from pathlib import Path
 from satsim.errors import SatsimError, first_line
 from satsim.model.io import load_spec, save_spec
 from satsim.model.spec import ModelSpec
-from satsim.output import replace_atomically
+from satsim.output import write_bytes_atomically
 
 PATTERN = re.compile(r"step-(\d{8})\.safetensors$")
 
@@ -58,12 +58,12 @@ def save_checkpoint(run: Path, step: int, spec: ModelSpec, state: dict) -> None:
     import torch
 
     spec_path(run, step).parent.mkdir(parents=True, exist_ok=True)
-    replace_atomically(lambda tmp: save_spec(spec, str(tmp)), spec_path(run, step))
+    save_spec(spec, spec_path(run, step))
     # Serialised in memory, written by Python: torch's own file writer reports a full disk as
     # a RuntimeError, Python as an OSError that says what happened.
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    replace_atomically(lambda tmp: tmp.write_bytes(buffer.getvalue()), state_path(run, step))
+    write_bytes_atomically(state_path(run, step), buffer.getvalue())
 
 
 @dataclass

@@ -20,7 +20,13 @@ import torch
 import languages
 from languages.base import LanguageError
 from languages.datasets import PRESETS, build
-from languages.flare import TRAIN, dataset_digest, read_dataset, records_of_split
+from languages.flare import (
+    TRAIN,
+    check_folder_language,
+    dataset_digest,
+    read_dataset,
+    records_of_split,
+)
 from satsim.errors import SatsimError
 from satsim.model.spec import ModelSpec
 from satsim.training.config import TrainConfig, reading_data_folder
@@ -101,6 +107,7 @@ def _folder_records(config: TrainConfig) -> tuple[dict[str, list[dict]], list[st
             raise SatsimError(f"{config.data} changed since the run started; train a new run "
                               "on it, or restore the folder")
         language = languages.get(config.lang)
+        check_folder_language(config.data, language.name)
         by_split = {}
         for name, split in read_dataset(config.data, language).items():
             if config.task == "next-symbol" and split.next_symbols is None and name != TRAIN:

@@ -25,10 +25,10 @@ from languages.base import LanguageError
 from satsim.analysis.measures import representation_similarity
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec, save_spec
-from satsim.output import replace_atomically, write_text_atomically
+from satsim.output import write_text_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
-from satsim.training.budget import EVAL_CHUNK, check_training_memory
+from satsim.training.budget import EVAL_CHUNK, check_training_disk, check_training_memory
 from satsim.training.checkpoint import (
     checkpoint_steps,
     holds_run,
@@ -220,7 +220,9 @@ def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
     training starts from.
     """
     run = Path(run)
-    check_training_memory(config, len(languages.get(config.lang).alphabet))  # before any write
+    alphabet = len(languages.get(config.lang).alphabet)
+    check_training_memory(config, alphabet)  # before any write
+    check_training_disk(config, alphabet, run)
     with run_lock(run):
         return _train(config, run, resume, progress, notice or _to_stderr, on_start)
 
@@ -269,7 +271,7 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     trainer.elapsed = time.perf_counter() - clock
     trainer.checkpoint(config.steps)
     final = trainer.model.to_spec()
-    replace_atomically(lambda tmp: save_spec(final, str(tmp)), run / "final.safetensors")
+    save_spec(final, run / "final.safetensors")
     norm = norms(snapshot(trainer.model.named_parameters()))[0]
     result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
     summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from satsim.output import save_figure
 from satsim.training.report import Report
 
 PLOTS = ("norm", "layers", "projections", "direction", "similarity", "accuracy", "training")
@@ -118,7 +119,7 @@ def write_plots(report: Report, folder: str | Path) -> list[Path]:
         DRAW[name](ax, report)
         fig.tight_layout()
         path = folder / f"{name}.png"
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
         plt.close(fig)
         paths.append(path)
     return paths

@@ -103,7 +103,17 @@ def ray_rows(todo: list[dict], root: Path, *, address: str | None = None,
     if not todo:  # a finished sweep: no cluster to start
         return
     with session(address):
+        _check_cpus(cpus_per_run)
         yield from _rows(todo, root, cpus_per_run, gpus_per_run, max_retries, worker)
+
+
+def _check_cpus(cpus_per_run: int) -> None:
+    """Refuse runs that no node of the cluster has the CPUs for (Ray would wait forever)."""
+    largest = max((node["Resources"].get("CPU", 0) for node in ray.nodes() if node["Alive"]),
+                  default=0)
+    if cpus_per_run > largest:
+        raise SatsimError(f"--cpus-per-run {cpus_per_run}: the Ray cluster's largest node has "
+                          f"{largest:g} CPUs; give at most {largest:g}")
 
 
 def _rows(todo: list[dict], root: Path, cpus_per_run: int, gpus_per_run: float | None,

@@ -48,6 +48,15 @@ def failed_row(planned: dict, error: str) -> dict:
     return {"name": planned["name"], **planned["settings"], "error": error}
 
 
+def failures_line(rows: list[dict], noun: str) -> str | None:
+    """How many of ``rows`` failed and why the first did, in one line (None if none failed)."""
+    failed = [row for row in rows if "error" in row]
+    if not failed:
+        return None
+    return (f"{len(failed)} of {len(rows)} {noun} failed ({', '.join(r['name'] for r in failed)}"
+            f"); the first, {failed[0]['name']}: {failed[0]['error']}")
+
+
 def run_one(planned: dict, root: str, threads: int = 1) -> dict:
     """Train one planned run under ``root`` (skip if finished, resume if cut) and return its row.
 

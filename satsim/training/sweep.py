@@ -24,7 +24,12 @@ from pathlib import Path
 
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
-from satsim.training.budget import check_training_memory, training_bytes
+from satsim.training.budget import (
+    check_training_disk,
+    check_training_memory,
+    run_disk_bytes,
+    training_bytes,
+)
 from satsim.training.config import TrainConfig
 from satsim.training.runs import canonical_settings, read_json, result_row, run_one
 
@@ -158,7 +163,8 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
             rows[planned["name"]] = recorded
     todo = [planned for planned in configs if planned["name"] not in rows]
     if engine == "local" and todo:
-        _check_memory(todo, min(jobs, len(todo)))
+        check_devices(todo)
+        _check_memory(todo, min(jobs, len(todo)), root)
     with ExitStack() as stack:
         if engine == "ray" and todo:  # joined before writing: a cluster not found leaves nothing
             from satsim.training.ray_engine import ray_rows, session
@@ -171,8 +177,16 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
         return _record_rows(configs, root, rows, arriving, on_result)
 
 
-def _check_memory(todo: list[dict], at_once: int) -> None:
-    """Refuse, before writing, runs that would not fit in free memory ``at_once`` at a time."""
+def check_devices(todo: list[dict]) -> None:
+    """Refuse, before any run starts here, a device this machine lacks (cuda without a GPU)."""
+    from satsim.soft.device import resolve_device
+
+    for device in sorted({planned["settings"]["device"] for planned in todo}):
+        resolve_device(device)
+
+
+def _check_memory(todo: list[dict], at_once: int, root: Path) -> None:
+    """Refuse, before writing, runs beyond free memory (``at_once`` at a time) or disk."""
     import languages
 
     sizes = []
@@ -182,6 +196,8 @@ def _check_memory(todo: list[dict], at_once: int) -> None:
         sizes.append((training_bytes(config, alphabet), config, alphabet))
     needed, config, alphabet = max(sizes, key=lambda size: size[0])
     check_training_memory(config, alphabet, runs=at_once, needed=needed)
+    _, config, alphabet = max(sizes, key=lambda size: run_disk_bytes(size[1], size[2]))
+    check_training_disk(config, alphabet, root, runs=len(todo))
 
 
 def _record_rows(configs: list[dict], root: Path, rows: dict, arriving: Iterator[dict],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from satsim.output import save_figure
 from satsim.papers.homogeneity.curves import Curve
 
 LABELS = {"post": "post-LN  LN(x + f(x))", "pre": "pre-LN  x + f(LN x), final LN",
@@ -30,4 +31,4 @@ def plot_curves(curves: Sequence[Curve], path: str, title: str) -> None:
            ylim=(min(0.0, *(min(c.cosine_min) for c in curves)), 1.02))
     ax.legend(fontsize="small", loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from satsim.output import save_figure
 from satsim.papers.projection.experiment import ProjectionRun
 from satsim.papers.projection.summary import rho_star_table
 
@@ -57,5 +58,5 @@ def write_figure(run: ProjectionRun, path: str | Path) -> str:
     panels[2].legend(fontsize="small")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     return str(path)

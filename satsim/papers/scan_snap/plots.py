@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from satsim.output import save_figure
 from satsim.papers.scan_snap.data import DISTINCT_WEIGHTS
 from satsim.papers.scan_snap.measures import uniform_distinct_entropy
 
@@ -22,7 +23,7 @@ DPI = 90
 def _save(fig: Figure, path: str) -> str:
     """Write ``fig`` as PNG to ``path`` and return the path."""
     FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 

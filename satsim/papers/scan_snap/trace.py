@@ -9,11 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.output import replace_atomically
 from satsim.papers.scan_snap import measures
 from satsim.papers.scan_snap.data import Task
 from satsim.papers.scan_snap.saturation import saturation_view
@@ -109,10 +111,16 @@ class TraceResult:
     def save(self, path: str) -> None:
         """Write every per-seed array (Z history included) to an .npz file."""
         r = self.runs
-        np.savez_compressed(path, z_history=r.z_history[0], y=r.y[0], loss=r.loss[0],
-                            distinct_entropy=r.distinct_entropy[0],
-                            distinct_share=r.distinct_share[0], slot_entropy=r.slot_entropy[0],
-                            position_entropy=r.position_entropy[0], change=r.change[0])
+        arrays = {"z_history": r.z_history[0], "y": r.y[0], "loss": r.loss[0],
+                  "distinct_entropy": r.distinct_entropy[0],
+                  "distinct_share": r.distinct_share[0], "slot_entropy": r.slot_entropy[0],
+                  "position_entropy": r.position_entropy[0], "change": r.change[0]}
+
+        def write(partial: Path) -> None:
+            with open(partial, "wb") as handle:  # numpy would add .npz to the partial's name
+                np.savez_compressed(handle, **arrays)
+
+        replace_atomically(write, path)
 
 
 def fig4_task(n_common: int = 10, common_per_query: int = 0) -> Task:
