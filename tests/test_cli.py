@@ -93,7 +93,7 @@ def bad_inputs(tmp_path):
         "bad bins": (["eval", "--lang", "dyck1", "--bins", "5-2"], "bad length bin"),
         "bad n": (["eval", "--lang", "dyck1", "-n", "0"], "Invalid value for '-n': 0 is not in"),
         "bad beta": (["eval", "--lang", "dyck1", "--attention", "softmax", "--beta", "-1"],
-                     "beta must be positive"),
+                     "Invalid value for '--beta': -1.0 is not in the range x>0"),
     }
 
 

@@ -35,6 +35,7 @@ from languages.flare import FLARE
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 from satsim.training.config import DEFAULTS, TrainConfig
+from satsim.training.grid import comma_items
 from satsim.training.runs import read_json
 
 BINS: tuple[tuple[int, int], ...] = ((0, 40), (41, 100), (101, 500))
@@ -100,7 +101,7 @@ def scale_named(name: str) -> Scale:
 
 def language_names(text: str = "") -> list[str]:
     """FLaRe's languages named in comma-separated ``text`` (all eighteen, in FLaRe's order)."""
-    names = [name.strip() for name in text.split(",") if name.strip()] or list(FLARE)
+    names = comma_items(text, "--lang") if text else list(FLARE)
     unknown = [name for name in names if name not in FLARE]
     if unknown:
         raise SatsimError(f"{unknown[0]!r} is not one of FLaRe's languages; known: "

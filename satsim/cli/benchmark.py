@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from satsim.cli.options import OutputPath, PlotPath, count, cpu_count
+from satsim.cli.options import OutputPath, PlotPath, count, cpu_count, real
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 
@@ -41,7 +41,7 @@ def command() -> None:
               help="Ray cluster to join (default: RAY_ADDRESS, else a local cluster).")
 @click.option("--cpus-per-run", type=count(1), default=None,
               help="CPUs of each Ray task [default: 1].")
-@click.option("--gpus-per-run", type=click.FloatRange(min=0), default=None,
+@click.option("--gpus-per-run", type=real(0), default=None,
               help="GPUs of each Ray task [default: 1 for device=cuda, else 0].")
 @click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Write the figure (PNG) here.")

@@ -11,6 +11,18 @@ from satsim.cli.progress import progressbar
 from satsim.papers.homogeneity.curves import PROTOCOLS, REFERENCE_C
 
 
+def encoder_bytes(sizes) -> float:
+    """Rough bytes of one random encoder: its weights and its batch's activations.
+
+    Both are counted twice (the model spec and its torch copy), as float64.
+    """
+    d = sizes.d_model
+    weights = sizes.layers * (4 * d * (d + 1) + 2 * d * sizes.d_ff + 6 * d) + sizes.vocab * d
+    tokens = sizes.sequences * sizes.length
+    activations = sizes.layers * tokens * (6 * d + sizes.d_ff + sizes.heads * sizes.length)
+    return 8.0 * (2 * weights + 2 * activations)
+
+
 @click.command("homogeneity")
 @click.option("--protocol", type=click.Choice(list(PROTOCOLS)), default="authors",
               show_default=True, help="authors: their script's model (0/1 score mask, "
@@ -41,6 +53,11 @@ def command(protocol, seeds, first_seed, layers, d_model, heads, d_ff, device, d
     from satsim.torch_setup import import_torch
 
     sizes = EncoderSizes(layers=layers, d_model=d_model, heads=heads, d_ff=d_ff)
+    from satsim.engine.resources import check_memory
+
+    check_memory(encoder_bytes(sizes) + 1000.0 * len(PROTOCOLS[protocol]) * seeds,
+                 f"{seeds:,} seeds of a {layers:,}-layer encoder of width {d_model:,} "
+                 f"(feed-forward {d_ff:,})", "lower --layers, --d-model, --d-ff or --seeds")
     import_torch(threads)
     from satsim.papers.homogeneity.curves import homogeneity_curves
     from satsim.soft import resolve_device

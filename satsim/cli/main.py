@@ -14,9 +14,11 @@ import click
 from languages.base import LanguageError
 from satsim.cli.options import (
     INPUT_HELP,
+    INPUT_STRING,
     check_oracle,
     count,
     get_language,
+    refuse_empty_values,
     simulator_from_options,
     with_model_options,
     with_model_options_language_optional,
@@ -93,7 +95,7 @@ def eval_command(lang_name, model_path, task, attention, beta, atol, rtol, n, se
 @cli.command("run", help="Run the model on STRINGS (or one per line of standard input), beside "
              "the language's oracle with --lang. " + INPUT_HELP)
 @with_model_options_language_optional
-@click.argument("strings", nargs=-1)
+@click.argument("strings", nargs=-1, type=INPUT_STRING)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per string.")
 def run_command(lang_name, model_path, task, attention, beta, atol, rtol, strings,
                 as_json) -> None:
@@ -173,6 +175,7 @@ def _add_discovered_commands() -> None:
 
 
 _add_discovered_commands()
+refuse_empty_values(cli)
 
 
 class _ClosedOutput(io.RawIOBase):

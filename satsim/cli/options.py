@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import click
+from click.core import ParameterSource
 
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec
@@ -30,9 +33,14 @@ def load_model(lang_name: str | None, model_path: str | None, task: str = "recog
 
 def simulator_from_options(lang_name: str, model_path: str | None, task: str, attention: str,
                            beta: float, atol: float | None, rtol: float | None):
-    """A Simulator for the chosen model and attention settings."""
+    """A Simulator for the chosen model and attention settings (--beta only with softmax)."""
     from satsim.engine.simulator import Simulator
 
+    context = click.get_current_context(silent=True)
+    if (attention != "softmax" and context is not None
+            and context.get_parameter_source("beta") == ParameterSource.COMMANDLINE):
+        raise SatsimError(f"--beta is softmax's inverse temperature; {attention} attention has "
+                          "none (add --attention softmax, or leave --beta out)")
     spec = load_model(lang_name, model_path, task)
     return Simulator(spec, attention, beta=beta, atol=atol, rtol=rtol)
 
@@ -94,6 +102,61 @@ def cpu_count() -> CpuCount:
     return CpuCount(min=1, max=MAX_COUNT)
 
 
+class Real(click.FloatRange):
+    """A finite number within a range: NaN and infinity are refused by name."""
+
+    def convert(self, value, param, ctx):
+        """The number, after the range check; NaN or infinite is a usage error."""
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; give one", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def real(minimum: float | None = None, maximum: float | None = None, min_open: bool = False,
+         max_open: bool = False) -> click.FloatRange:
+    """The type of a number option: finite, from ``minimum`` to ``maximum``."""
+    return Real(min=minimum, max=maximum, min_open=min_open, max_open=max_open)
+
+
+class InputString(click.ParamType):
+    """A string of symbols given to a model: "" is the empty string, an input like any other."""
+
+    name = "text"
+
+
+INPUT_STRING = InputString()
+"""The type of the one kind of value that may be empty (see :func:`refuse_empty_values`)."""
+
+
+def refuse_empty_values(command: click.Command) -> None:
+    """Make every option and argument of ``command`` and its subcommands refuse an empty value.
+
+    An empty value given (``--lang ""``, ``--bins ''``) is a usage error by name, never read as
+    "everything" or "the default"; flags and INPUT_STRING arguments are left alone.
+    """
+    for subcommand in getattr(command, "commands", {}).values():
+        refuse_empty_values(subcommand)
+    for param in command.params:
+        if not getattr(param, "is_flag", False) and not isinstance(param.type, InputString):
+            param.callback = _refusing_empty(param.callback)
+
+
+def _refusing_empty(callback):
+    """A parameter callback: refuse an empty value given, then run ``callback`` (if any)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value):
+        given = ctx.get_parameter_source(param.name) not in (ParameterSource.DEFAULT,
+                                                              ParameterSource.DEFAULT_MAP, None)
+        values = value if isinstance(value, tuple) else (value,)
+        if given and any(isinstance(item, str) and not item.strip() for item in values):
+            raise click.BadParameter("an empty value means nothing here; give one, or leave "
+                                     "the option out for its default", ctx, param)
+        return value if callback is None else callback(ctx, param, value)
+
+    return check
+
+
 def option_name(param: click.Parameter | None, default: str) -> str:
     """The name an error gives an option: its long form (``--out`` for ``-o/--out``)."""
     if param is None or not param.opts:
@@ -130,10 +193,11 @@ MODEL_OPTIONS = [
                  help="Which construction to build (ignored with --model)."),
     click.option("--attention", type=click.Choice(ATTENTION_KINDS), default="saturated",
                  show_default=True, help="How every head attends."),
-    click.option("--beta", type=float, default=1.0, show_default=True,
+    click.option("--beta", type=real(0, min_open=True), default=1.0, show_default=True,
                  help="Inverse temperature for --attention softmax."),
-    click.option("--atol", type=float, default=None, help="Absolute tie tolerance."),
-    click.option("--rtol", type=float, default=None, help="Relative tie tolerance."),
+    click.option("--atol", type=real(0), default=None, help="Absolute tie tolerance."),
+    click.option("--rtol", type=real(0, 1, max_open=True), default=None,
+                 help="Relative tie tolerance."),
 ]
 
 

@@ -47,6 +47,13 @@ def parse_numbers(text: str, what: str) -> list[float]:
     return out
 
 
+def probe_bytes(n: int, hidden: int, classes: int, attention: bool) -> float:
+    """Rough float64 bytes of one probe: its weights, inputs, activations and their gradients."""
+    weights = 4 * hidden * (hidden + 1) + (hidden + 1) * classes
+    activations = n * (6 * hidden + 3 * classes) + (3 * n * n if attention else 0)
+    return 8.0 * 3 * (weights + activations)
+
+
 @click.command("projection")
 @click.option("--variants", "variants_text", default=DEFAULT_VARIANTS, show_default=True,
               help="Comma-separated sublayer variants.")
@@ -91,6 +98,12 @@ def command(variants_text, scales_text, accuracies_text, seeds, first_seed, n, h
     if not variants:
         raise SatsimError("give at least one variant")
     check_grid(scales, accuracies)
+    from satsim.engine.resources import check_memory
+
+    check_memory(probe_bytes(n, hidden, classes, attention=any("attention" in v for v in variants))
+                 + 32.0 * len(variants) * seeds * len(scales) * (len(accuracies) + 2),
+                 f"{seeds:,} seeds of a probe of {n:,} inputs, hidden size {hidden:,} and "
+                 f"{classes:,} classes", "lower -n, --hidden, --classes or --seeds")
     seed_list = list(range(first_seed, first_seed + seeds))
     total = len(variants) * len(seed_list) * len(scales)
     with progressbar(total, "projection") as bar:

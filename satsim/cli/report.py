@@ -17,14 +17,14 @@ from satsim.cli.progress import Ticker
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--bins", "bins_text", default=None,
               help="Length bins like 0-50,51-100 (default: the run's split, then longer bins).")
-@click.option("-n", "n", type=count(), default=100, show_default=True,
+@click.option("-n", "n", type=count(1), default=100, show_default=True,
               help="Strings per length bin (half positives, half hard negatives).")
 @click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True, help="Where the soft model runs.")
 @click.option("--soft-max-len", type=count(), default=2048, show_default=True,
               help="Bins longer than this are run by the saturated limit only (O(T²) memory).")
-@click.option("--roles-n", type=count(), default=50, show_default=True,
+@click.option("--roles-n", type=count(1), default=50, show_default=True,
               help="Strings (from the first bin) for the head roles.")
 def command(run_dir, plot_dir, as_json, bins_text, n, seed, device, soft_max_len,
             roles_n) -> None:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from satsim.cli.options import OutputPath, count, cpu_count, machine_cpus
+from satsim.cli.options import OutputPath, count, cpu_count, machine_cpus, real
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.papers.scan_snap.data import LOSSES, N_COMMON
@@ -31,7 +31,7 @@ from satsim.papers.scan_snap.snap import DEFAULT_EPSILON
 @click.option("--loss", "loss_kind", type=click.Choice(LOSSES), default="vocab",
               show_default=True, help="Decoder and cross-entropy over the whole vocabulary "
               "(the published protocol) or over the next tokens only (an ablation).")
-@click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_EPSILON,
+@click.option("--epsilon", type=real(0, min_open=True), default=DEFAULT_EPSILON,
               show_default=True, help="Snap threshold on the per-iteration TV change of the "
               "attention composition.")
 @click.option("--threads", type=cpu_count(), default=min(2, machine_cpus()), show_default=True,

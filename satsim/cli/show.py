@@ -8,6 +8,7 @@ import click
 
 from satsim.analysis.describe import degree_table, describe, kind_text
 from satsim.cli.options import NonEmptyPath, load_model
+from satsim.errors import SatsimError
 from satsim.rasp.syntax import LANGUAGE_NAMES
 
 
@@ -102,6 +103,9 @@ def _print_degrees(table: dict) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(lang_name, model_path, with_degrees, as_json) -> None:
     """Describe a model: architecture, sizes, head kinds (and node degrees)."""
+    if lang_name is not None and model_path is not None:
+        raise SatsimError("give --lang L (its construction) or --model PATH, not both: show "
+                          "describes one model")
     spec = load_model(lang_name, model_path)
     info = describe(spec)
     if with_degrees:

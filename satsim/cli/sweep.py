@@ -7,7 +7,7 @@ import re
 
 import click
 
-from satsim.cli.options import NonEmptyPath, count, cpu_count
+from satsim.cli.options import NonEmptyPath, count, cpu_count, real
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 
@@ -66,7 +66,7 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
               help="Ray cluster to join (default: RAY_ADDRESS, else a local cluster).")
 @click.option("--cpus-per-run", type=count(1), default=None,
               help="CPUs (and torch threads) of each Ray task [default: 1].")
-@click.option("--gpus-per-run", type=click.FloatRange(min=0), default=None,
+@click.option("--gpus-per-run", type=real(0), default=None,
               help="GPUs of each Ray task [default: 1 for --set device=cuda, else 0].")
 @click.option("--plan", "plan_only", is_flag=True,
               help="Print the planned runs as JSON lines and stop (to hand them to another "

@@ -8,6 +8,7 @@ import click
 
 from satsim.cli.options import (
     INPUT_HELP,
+    INPUT_STRING,
     PlotPath,
     simulator_from_options,
     with_model_options_language_optional,
@@ -17,7 +18,7 @@ from satsim.cli.options import (
 @click.command("trace", help="Trace STRING through the model: tie sets, tie gaps, and what each "
                "head and layer wrote. " + INPUT_HELP)
 @with_model_options_language_optional
-@click.argument("string")
+@click.argument("string", type=INPUT_STRING)
 @click.option("--plot", "plot_path", type=PlotPath(),
               help="Also draw every head's attention map into this image file (PNG, PDF, SVG).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from satsim.cli.options import OutputPath, count, cpu_count, get_language
+from satsim.cli.options import OutputPath, count, cpu_count, get_language, real
 from satsim.cli.progress import progressbar
 from satsim.errors import SatsimError
 from satsim.output import check_output_folder
@@ -70,9 +70,9 @@ def _read_data_folder(settings: dict, context) -> None:
 @_option("steps", count(1), "Optimiser steps.")
 @_option("batch_size", count(1), "Strings per batch.")
 @_option("optimizer", click.Choice(OPTIMIZERS), "Optimiser.")
-@_option("lr", float, "Learning rate.")
-@_option("weight_decay", float, "Weight decay.")
-@_option("momentum", click.FloatRange(0, 1, max_open=True), "SGD momentum.")
+@_option("lr", real(0, min_open=True), "Learning rate.")
+@_option("weight_decay", real(0), "Weight decay.")
+@_option("momentum", real(0, 1, max_open=True), "SGD momentum.")
 @_option("layers", count(1), "Blocks.")
 @_option("d_model", count(1), "Residual width.")
 @_option("heads", count(1), "Heads per layer.")

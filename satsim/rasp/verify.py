@@ -133,11 +133,14 @@ def check_long_strings(count: int, max_len: int, samples: bool = False,
 
 
 def language_samples(language, count: int, max_len: int, seed: int = 0) -> list[str]:
-    """A language's positives and hard negatives of max_len/2 … max_len symbols, half each."""
-    half = max(count // 2, 1)
+    """``count`` strings of a language, of max_len/2 … max_len symbols: half of them positives.
+
+    The odd one is a positive, the others hard negatives; a count of 0 gives none.
+    """
+    negatives = count // 2
     low = max(max_len // 2, 0)
-    return (language.sample_positive(half, low, max_len, seed=seed)
-            + language.sample_negative(half, low, max_len, seed=seed))
+    return (language.sample_positive(count - negatives, low, max_len, seed=seed)
+            + language.sample_negative(negatives, low, max_len, seed=seed))
 
 
 def verify(spec: ModelSpec, meaning: Callable[[str], bool], alphabet: tuple[str, ...],

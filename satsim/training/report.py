@@ -233,6 +233,7 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     import languages
     from satsim.analysis.head_roles import roles_from_tie_sizes
     from satsim.analysis.strings import test_set
+    from satsim.engine.resources import check_memory, strings_bytes
     from satsim.saturation import limit
     from satsim.saturation.signs import LimitPredictor, limit_tie_sizes
 
@@ -245,6 +246,9 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
                           f"task is {run.config['task']}")
     bins = tuple(bins) if bins else default_bins(run.config.get("split"))
     check_limit_memory(run.final, bins)
+    check_memory(strings_bytes(roles_n, sum(bins[0]) / 2),
+                 f"--roles-n {roles_n:,} strings of up to {bins[0][1]:,} symbols",
+                 "lower --roles-n")
     limit_spec = limit(run.final)
     saturated = LimitPredictor(run.final)
     tell = progress or (lambda line: None)

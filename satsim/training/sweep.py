@@ -173,7 +173,7 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
             stack.enter_context(session(options.pop("address", None)))
             arriving = ray_rows(todo, root, worker=worker, **options)
         else:
-            arriving = _local_rows(todo, root, jobs, worker)
+            arriving = _local_rows(todo, root, min(jobs, max(len(todo), 1)), worker)
         return _record_rows(configs, root, rows, arriving, on_result)
 
 
