@@ -1,0 +1,162 @@
+"""Many runs trained as one stack: each follows its run trained alone, and a group killed with
+SIGKILL mid-way resumes to the same files bit for bit as an uninterrupted group."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from satsim.model.io import load_spec
+from satsim.training.config import TrainConfig
+from satsim.training.group import group_key, train_group
+from satsim.training.loop import train
+from satsim.training.stacked_optim import StackedOptimizer
+
+BASE = {"task": "recognition", "split": "flare", "positional": "sinusoidal", "layers": 2,
+        "d_model": 8, "heads": 2, "d_head": 4, "d_mlp": 16, "steps": 240, "batch_size": 16,
+        "train_size": 100, "eval_size": 20, "checkpoint_every": 60, "log_every": 60,
+        "probe_size": 4, "dtype": "float64", "device": "cpu"}
+# Three languages (each its own strings and vocabulary), three seeds and
+# learning rates; the second run stops early and leaves the stack.
+GROUP = [{"lang": "parity-even", "seed": 1, "lr": 3e-3},
+         {"lang": "majority", "seed": 2, "lr": 1e-2, "steps": 150},
+         {"lang": "dyck1", "seed": 3, "lr": 1e-3}]
+
+
+def configs(**changes):
+    return [TrainConfig.from_dict({**BASE, **member, **changes}) for member in GROUP]
+
+
+def metrics(run):
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    for row in rows:
+        row.pop("elapsed")
+    return rows
+
+
+def flat(run, name="final.safetensors"):
+    tensors = load_spec(str(run / name)).tensors()
+    return np.concatenate([np.ravel(tensors[key]) for key in sorted(tensors)])
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw", "sgd"])
+def test_the_stacked_optimiser_moves_each_row_exactly_as_torch_moves_that_model(kind):
+    rng = np.random.default_rng(4)
+    lrs = [3e-3, 3e-3, 3e-3] if kind == "sgd" else [1e-3, 3e-2, 7e-3]
+    start = torch.from_numpy(rng.standard_normal((3, 50))).float()
+    grads = [torch.from_numpy(rng.standard_normal((3, 50))).float() for _ in range(6)]
+    stacked = start.clone()
+    optimizer = StackedOptimizer(kind, lrs, 0.01, 0.9 if kind == "sgd" else 0.0, stacked)
+    for grad in grads:
+        optimizer.step(stacked, grad)
+    for row, lr in enumerate(lrs):
+        alone = torch.nn.Parameter(start[row].clone())
+        make = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}.get(kind)
+        reference = (make([alone], lr=lr, weight_decay=0.01) if make else
+                     torch.optim.SGD([alone], lr=lr, momentum=0.9, weight_decay=0.01))
+        for grad in grads:
+            alone.grad = grad[row].clone()
+            reference.step()
+        assert torch.equal(alone.detach(), stacked[row])  # bit for bit
+        state = optimizer.torch_state(row, [(optimizer.first[row], optimizer.second[row])])
+        expected = reference.state_dict()["state"]
+        assert state.keys() == expected.keys()
+        for key, value in expected[0].items():
+            assert torch.equal(state[0][key], value), key
+
+
+def test_a_group_key_separates_what_cannot_share_a_stack():
+    a, b, c = configs()
+    assert group_key(a, 1) == group_key(b, 1) == group_key(c, 1)
+    wider = TrainConfig.from_dict({**BASE, **GROUP[0], "d_model": 16})
+    assert group_key(wider, 1) != group_key(a, 1)
+    assert group_key(a, 1) != group_key(a, 3)  # next-symbol logits per symbol differ
+
+
+def test_each_run_of_a_group_follows_its_run_alone_in_float64(tmp_path):
+    group = configs()
+    results = train_group(group, [tmp_path / f"group{i}" for i in range(len(group))])
+    assert [result.steps for result in results] == [240, 150, 240]
+    for index, config in enumerate(group):
+        alone, stacked = tmp_path / f"alone{index}", tmp_path / f"group{index}"
+        train(config, alone)
+        a, b = flat(alone), flat(stacked)
+        # Adam amplifies the rounding noise of a zero gradient (the key bias) to ~1e-11, so
+        # the distance is measured against the whole parameter vector.
+        assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
+        rows_a, rows_b = metrics(alone), metrics(stacked)
+        assert [r["step"] for r in rows_a] == [r["step"] for r in rows_b]
+        for row_a, row_b in zip(rows_a, rows_b):
+            assert row_b["loss"] == pytest.approx(row_a["loss"], rel=1e-10)
+            assert row_b["norm"] == pytest.approx(row_a["norm"], rel=1e-12)
+            assert row_b["accuracy"] == row_a["accuracy"]
+            assert row_b.get("eval") == row_a.get("eval")
+        checkpoints = sorted(p.name for p in (alone / "checkpoints").iterdir())
+        assert checkpoints == sorted(p.name for p in (stacked / "checkpoints").iterdir())
+        for name in checkpoints:
+            if name.endswith(".safetensors"):
+                a, b = flat(alone / "checkpoints", name), flat(stacked / "checkpoints", name)
+                assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
+        summary_a = json.loads((alone / "summary.json").read_text())
+        summary_b = json.loads((stacked / "summary.json").read_text())
+        assert summary_b["eval"] == summary_a["eval"]
+        # a checkpoint of the group resumes alone: its optimiser state is torch's
+        resumed = tmp_path / f"resumed{index}"
+        (resumed / "checkpoints").mkdir(parents=True)
+        for name in ("step-00000060.safetensors", "step-00000060.state.pt"):
+            (resumed / "checkpoints" / name).write_bytes(
+                (stacked / "checkpoints" / name).read_bytes())
+        train(config, resumed, resume=True, notice=lambda message: None)
+        a, b = flat(alone), flat(resumed)
+        assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
+
+
+GROUP_SCRIPT = """
+import sys, json
+from satsim.training.config import TrainConfig
+from satsim.training.group import train_group
+settings, root = json.loads(sys.argv[1]), sys.argv[2]
+group = [TrainConfig.from_dict(s) for s in settings]
+train_group(group, [f"{root}/run{i}" for i in range(len(group))], resume=True,
+            notice=lambda message: None)
+"""
+
+
+def run_group(root, group):
+    settings = json.dumps([config.to_dict() for config in group])
+    return subprocess.Popen([sys.executable, "-c", GROUP_SCRIPT, settings, str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_group_killed_mid_way_resumes_to_the_uninterrupted_groups_files_bit_for_bit(tmp_path):
+    group = configs(dtype="float32", steps=200, checkpoint_every=40, log_every=20)
+    group[1] = TrainConfig.from_dict({**group[1].to_dict(), "steps": 130})
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    baseline = run_group(whole, group)
+    rng = np.random.default_rng(37)
+    kills = 0
+    for delay in rng.uniform(0.0, 1.5, size=3):
+        process = run_group(cut, group)
+        while not list(cut.glob("run*/checkpoints/*.state.pt")) and process.poll() is None:
+            time.sleep(0.02)
+        time.sleep(delay)
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            kills += 1
+        process.communicate()
+    finish = run_group(cut, group)
+    _, err = finish.communicate()
+    assert finish.returncode == 0, err
+    _, err = baseline.communicate()
+    assert baseline.returncode == 0, err
+    assert kills >= 1
+    for index in range(len(group)):
+        a, b = whole / f"run{index}", cut / f"run{index}"
+        assert np.array_equal(flat(a), flat(b))
+        assert metrics(a) == metrics(b)
