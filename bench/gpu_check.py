@@ -19,6 +19,8 @@ one runs) and is skipped when the time left under ``--budget-s`` is below what i
   attention can apply), with the attention kernel torch chose; a forward-only batch too;
 - training: steps per second of the default ``satsim train`` run (Dyck-1, next-symbol), plain
   optimiser steps and a short instrumented run, beside the same steps on the CPU;
+- batched: models·steps per second of M models trained as one stack (satsim.training.group), at
+  FLaRe's small size and FLaRe's transformer, M = 1, 8, 32, 128 (bench/batched_training.py);
 - homogeneity: Figure 5's curves under the authors' protocol at the paper's sizes, float64, c on
   linspace(1, 10, 20) against c = 1000, compared seed by seed with the stored CPU run;
 - attention: satsim.soft.hard_attention (exact tie sets, float64 scores) at B 8, H 4, d 64,
@@ -73,18 +75,21 @@ class Sizes:
     seeds: int
     attention: tuple[tuple[int, int, int, int], ...]  # B, H, T, d
     exact_check: tuple[int, int, int, int]  # B, H, T, d checked against the NumPy reference
+    batched: tuple[tuple[int, ...], int, float]  # stacked training: M values, rounds, seconds
 
 
 FULL = Sizes(
     bins=((0, 16), (17, 64), (65, 256), (257, 1024), (1025, 4096), (4097, 16384)),
     strings_per_bin=200, forward_batch=(32, 4096), train_steps=200, instrumented_steps=100,
     cpu_train_steps=50, homogeneity={}, seeds=5,
-    attention=((8, 4, 2048, 64), (8, 4, 8192, 64)), exact_check=(1, 1, 2048, 64))
+    attention=((8, 4, 2048, 64), (8, 4, 8192, 64)), exact_check=(1, 1, 2048, 64),
+    batched=((1, 8, 32, 128), 2, 2.0))
 QUICK = Sizes(
     bins=((0, 16), (17, 64)), strings_per_bin=10, forward_batch=(4, 64), train_steps=5,
     instrumented_steps=3, cpu_train_steps=3,
     homogeneity=dict(layers=2, d_model=16, heads=2, d_ff=8, length=4, sequences=3), seeds=1,
-    attention=((2, 2, 64, 8), (2, 2, 128, 8)), exact_check=(1, 1, 64, 8))
+    attention=((2, 2, 64, 8), (2, 2, 128, 8)), exact_check=(1, 1, 64, 8),
+    batched=((1, 2), 1, 0.1))
 
 
 class Run:
@@ -380,6 +385,44 @@ def stage_training(run: Run, cap: float, result: dict) -> None:
                 f"steps/s")
 
 
+# --- stage (c'): many models trained as one stack -------------------------------------------------
+
+def stage_batched(run: Run, cap: float, result: dict) -> None:
+    """Models·steps/s of M models trained as one stack (bench/batched_training.py), both sizes.
+
+    On CUDA the stacked step replays a captured CUDA graph; the unbatched loop is timed beside.
+    """
+    sys.path.insert(0, str(ROOT / "bench"))
+    from batched_training import SIZES, measure
+
+    models, rounds, seconds = run.sizes.batched
+    found = measure(list(models), list(SIZES), str(run.device), rounds, seconds,
+                    say=lambda line: run.log(f"batched: {line}"))
+    result.update(found)
+    if run.device.type == "cuda":
+        result["graph_against_eager"] = _graph_against_eager(str(run.device))
+        run.log(f"batched: graph against eager steps: {result['graph_against_eager']}")
+
+
+def _graph_against_eager(device: str) -> dict:
+    """Four models, ten plain steps replayed as a CUDA graph and run eagerly: the largest gap."""
+    from batched_training import trainers
+
+    from satsim.training.group import Stack
+
+    gaps = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for size in ("small", "flare"):
+            flats = []
+            for graphs in (True, False):
+                stack = Stack(trainers(size, 4, device, Path(folder)), graphs=graphs)
+                for _ in range(10):
+                    stack.step([False] * 4)
+                flats.append(stack.flat.detach())
+            gaps[size] = float((flats[0] - flats[1]).abs().max())
+    return {"steps": 10, "models": 4, "max_abs_difference": gaps}
+
+
 # --- stage (d): homogeneity curves ---------------------------------------------------------------
 
 def stage_homogeneity(run: Run, cap: float, result: dict) -> None:
@@ -489,6 +532,7 @@ STAGES: dict[str, tuple[Callable[[Run, float, dict], None], float, float]] = {
     "tests": (stage_tests, 120.0, 30.0),
     "throughput": (stage_throughput, 90.0, 25.0),
     "training": (stage_training, 60.0, 15.0),
+    "batched": (stage_batched, 240.0, 30.0),
     "homogeneity": (stage_homogeneity, 90.0, 20.0),
     "attention": (stage_attention, 60.0, 10.0),
 }
@@ -652,6 +696,10 @@ def _summary(name: str, stage: dict) -> str:
     if name == "training":
         return (f"{stage['device']['steps_per_second']:.1f} plain steps/s on the device, "
                 f"{stage['instrumented']['steps_per_second']:.1f} instrumented")
+    if name == "batched":
+        largest = max(int(key) for key in next(iter(stage["sizes"].values())) if key.isdigit())
+        return ", ".join(f"{size} {rates[str(largest)] / rates['1']:.1f}x at M = {largest}"
+                         for size, rates in stage["sizes"].items())
     if name == "homogeneity":
         gap = stage.get("max_abs_difference_from_cpu_run")
         return _seeds(stage["seeds"]) + ("" if gap is None else f", ≤ {gap:.1e} from CPU")
@@ -739,7 +787,16 @@ def _attention_table(stage: dict) -> list[str]:
     return lines
 
 
+def _batched_table(stage: dict) -> list[str]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from batched_training import table
+
+    return [f"Stacked training on {stage['device']} (load {stage['load_before'][0]:.1f}): "
+            "models·steps per second, median of the rounds.", "", table(stage)]
+
+
 TABLES = {"throughput": _throughput_table, "training": _training_table,
+          "batched": _batched_table,
           "homogeneity": _homogeneity_table, "attention": _attention_table}
 
 

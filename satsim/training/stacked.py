@@ -157,21 +157,29 @@ def causal_attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
 
 
 def stacked_forward(spec: ModelSpec, params: dict[str, Tensor], tokens: Tensor,
-                    last: Tensor | None) -> Tensor:
+                    last: Tensor | None, constants: dict | None = None) -> Tensor:
     """Logits of M models on their padded batches ``tokens`` (M, B, T).
 
     With ``last`` (M, B) only those positions are unembedded: logits (M, B, K); else every
-    position's, (M, B, T, K).
+    position's, (M, B, T, K). ``constants`` caches parameter-free tables (the sinusoids) on the
+    device between calls, so that a captured CUDA graph copies nothing from the host.
     """
     models, batch, n = tokens.shape
     table = params[EMBEDDING]
     offsets = torch.arange(models, device=tokens.device)[:, None, None] * table.shape[1]
     x = F.embedding(tokens + offsets, table.reshape(-1, table.shape[-1]))
+    cache = {} if constants is None else constants
+
+    def constant(array: np.ndarray) -> Tensor:
+        key = (n, x.dtype, x.device)
+        if key not in cache:
+            cache[key] = torch.as_tensor(np.asarray(array), dtype=x.dtype, device=x.device)
+        return cache[key]
+
     pos = position_term(spec.positional, n, spec.d_model,
                         lambda name, count: params[name][:, None, :count],
                         None,  # feature positions are refused by check_stackable
-                        lambda array: torch.as_tensor(np.asarray(array), dtype=x.dtype,
-                                                      device=x.device))
+                        constant)
     if pos is not None:
         x = x + pos
     final = run_blocks(spec, StackedPass(params), x)

@@ -31,35 +31,42 @@ class StackedOptimizer:
         if kind == "sgd" and len(set(lrs)) > 1:
             raise ValueError("the rows of a stacked SGD share one learning rate")
 
-    def _column(self, values: list[float], like: Tensor) -> Tensor:
-        return torch.tensor(values, dtype=like.dtype, device=like.device)[:, None]
+    def step(self, flat: Tensor, grad: Tensor) -> None:
+        """Update every row of ``flat`` by its gradient row (one more step for every row)."""
+        self.steps = [step + 1 for step in self.steps]
+        self.apply(flat, grad, self.factors(flat))
+
+    def factors(self, flat: Tensor) -> dict[str, Tensor]:
+        """The per-row numbers of the current steps, as (M, 1) columns on ``flat``'s device."""
+        beta1, beta2 = BETAS
+        column = {"decay": [1 - lr * self.weight_decay for lr in self.lrs],
+                  "root": [(1 - beta2**step) ** 0.5 for step in self.steps],
+                  "size": [-(lr / (1 - beta1**step)) for lr, step in zip(self.lrs, self.steps)],
+                  "fresh": [float(step == 1) for step in self.steps]}
+        return {name: torch.tensor(values, dtype=flat.dtype).to(flat.device)[:, None]
+                for name, values in column.items()}
 
     @torch.no_grad()
-    def step(self, flat: Tensor, grad: Tensor) -> None:
-        """Update every row of ``flat`` by its gradient row."""
-        self.steps = [step + 1 for step in self.steps]
+    def apply(self, flat: Tensor, grad: Tensor, factors: dict[str, Tensor]) -> None:
+        """The update of the current steps, with their :meth:`factors`."""
         if self.kind == "sgd":
-            self._sgd(flat, grad)
+            self._sgd(flat, grad, factors["fresh"] > 0)
             return
         beta1, beta2 = BETAS
         if self.weight_decay != 0:
             if self.kind == "adamw":
-                flat.mul_(self._column([1 - lr * self.weight_decay for lr in self.lrs], flat))
+                flat.mul_(factors["decay"])
             else:
                 grad = grad.add(flat, alpha=self.weight_decay)
         self.first.lerp_(grad, 1 - beta1)
         self.second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        root = self._column([(1 - beta2**step) ** 0.5 for step in self.steps], flat)
-        size = self._column([-(lr / (1 - beta1**step)) for lr, step in zip(self.lrs, self.steps)],
-                            flat)
-        denom = (self.second.sqrt() / root).add_(EPS)
-        flat.add_(size * self.first / denom)  # addcdiv: self + value·t1/t2, left to right
+        denom = (self.second.sqrt() / factors["root"]).add_(EPS)
+        flat.add_(factors["size"] * self.first / denom)  # addcdiv: self + value·t1/t2, in order
 
-    def _sgd(self, flat: Tensor, grad: Tensor) -> None:
+    def _sgd(self, flat: Tensor, grad: Tensor, fresh: Tensor) -> None:
         if self.weight_decay != 0:
             grad = grad.add(flat, alpha=self.weight_decay)
         if self.momentum != 0:
-            fresh = torch.tensor([step == 1 for step in self.steps], device=flat.device)[:, None]
             self.first.mul_(self.momentum).add_(grad, alpha=1)
             self.first.copy_(torch.where(fresh, grad, self.first))
             grad = self.first
