@@ -73,14 +73,16 @@ def timed_steps(step, device: str, seconds: float, warmup: int) -> tuple[int, fl
     return count, time.perf_counter() - start
 
 
-def stacked_rate(group: list, device: str, seconds: float) -> float:
-    """Models·steps per second of ``group`` trained as one stack."""
+def stacked_rate(group: list, device: str, seconds: float, notes: set) -> float:
+    """Models·steps per second of ``group`` trained as one stack (a refused CUDA graph: notes)."""
     from satsim.training.group import Stack
 
     stack = Stack(group)
     flags = [False] * len(group)
     count, elapsed = timed_steps(lambda: stack.step(flags), device, seconds,
                                  warmup=3 if device == "cuda" else 1)
+    if stack.graph_error:
+        notes.add(f"CUDA graph refused, steps ran eagerly: {stack.graph_error}")
     return len(group) * count / elapsed
 
 
@@ -108,15 +110,19 @@ def measure(models: list[int], sizes: list[str], device: str, rounds: int, secon
             pool = trainers(size, max(models), device, Path(folder))
             say(f"{size}: built {len(pool)} models in {time.perf_counter() - start:.0f} s")
             rates: dict[str, list[float]] = {"loop": [], **{str(m): [] for m in models}}
+            notes: set[str] = set()
             for number in range(rounds):
                 rates["loop"].append(loop_rate(pool[0], device, seconds))
                 for m in models:  # interleaved: every M measured in every round
-                    rates[str(m)].append(stacked_rate(pool[:m], device, seconds))
+                    rates[str(m)].append(stacked_rate(pool[:m], device, seconds, notes))
                 say(f"{size} round {number + 1}: " + ", ".join(
                     f"{key} {values[-1]:.0f}" for key, values in rates.items()))
             results["sizes"][size] = {key: statistics.median(values)
                                       for key, values in rates.items()}
             results["sizes"][size]["rounds"] = rates
+            if notes:
+                results.setdefault("notes", []).extend(sorted(notes))
+                say(f"{size}: " + "; ".join(sorted(notes)))
     results["load_after"] = os.getloadavg()
     return results
 
@@ -133,7 +139,7 @@ def table(results: dict) -> str:
     for size, rates in results["sizes"].items():
         lines.append(f"| {size} | loop | {rates['loop']:.1f} | | 1.0 |")
         for key, value in rates.items():
-            if key in ("loop", "rounds"):
+            if not key.isdigit():
                 continue
             lines.append(f"| {size} | {key} | {value:.1f} | {value / rates['1']:.1f} | "
                          f"{value / rates['loop']:.1f} |")

@@ -160,3 +160,47 @@ def test_a_group_killed_mid_way_resumes_to_the_uninterrupted_groups_files_bit_fo
         a, b = whole / f"run{index}", cut / f"run{index}"
         assert np.array_equal(flat(a), flat(b))
         assert metrics(a) == metrics(b)
+
+
+def test_runs_are_stacked_by_architecture_and_the_memory_free(monkeypatch):
+    from satsim.training import sweep
+
+    settings = [{**BASE, **member, "steps": 10} for member in GROUP]
+    wide = {**BASE, **GROUP[0], "d_model": 16, "seed": 9}
+    planned = [{"name": f"r{i}", "settings": s} for i, s in enumerate([*settings, wide])]
+    groups = sweep.plan_groups(planned, size=8)
+    assert [[p["name"] for p in group] for group in groups] == [["r0", "r1", "r2"], ["r3"]]
+    assert [len(group) for group in sweep.plan_groups(planned, size=2)] == [2, 1, 1]
+    monkeypatch.setattr("satsim.engine.resources.available_memory", lambda: 1)
+    assert [len(group) for group in sweep.plan_groups(planned, size=8)] == [1, 1, 1, 1]
+
+
+def test_a_sweep_in_stacks_gives_the_rows_of_the_sweep_run_by_run(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from satsim.cli.main import cli
+    from satsim.training import group as group_module
+
+    stacks = []
+    real = group_module.train_group
+
+    def spy(configs, runs, **options):
+        stacks.append(len(configs))
+        return real(configs, runs, **options)
+
+    monkeypatch.setattr(group_module, "train_group", spy)
+    fixed = [f"--set={key}={value}" for key, value in
+             {**BASE, "steps": 60, "checkpoint_every": 30, "log_every": 30}.items()]
+    tables = {}
+    for size in ("1", "3"):
+        out = tmp_path / f"stacks-of-{size}"
+        result = CliRunner().invoke(cli, ["sweep", "--out", str(out), "--lang", "parity-even",
+                                          "--seed", "1,2,3", "--lr", "0.003", *fixed,
+                                          "--group-size", size, "--json"],
+                                    catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        tables[size] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert stacks == [3]  # the second sweep trained its three runs as one stack
+    for alone, stacked in zip(tables["1"], tables["3"]):
+        assert alone["name"] == stacked["name"] and alone["eval"] == stacked["eval"]
+        assert stacked["theta_norm"] == pytest.approx(alone["theta_norm"], rel=1e-12)

@@ -152,6 +152,7 @@ class Stack:
         self.picked = torch.zeros((len(trainers), self.batch), dtype=torch.long, device=device)
         self.constants: dict = {}
         self.graph: tuple | None = None
+        self.graph_error: str | None = None
 
     def _state_views(self, row: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         spec = self.trainers[row].spec0
@@ -221,8 +222,11 @@ class Stack:
         picks = np.stack([trainer.data.batch_rows(trainer.config.seed, step, self.batch)
                           for trainer, step in zip(self.trainers, self.steps)])
         self.picked.copy_(torch.from_numpy(picks))
+        replayed = None
         if self.graphs and self.flat.device.type == "cuda" and not any(logged):
-            loss, correct, grad = self._replay()
+            replayed = self._replay()
+        if replayed is not None:
+            loss, correct, grad = replayed
         else:
             self.flat.grad = None
             loss, correct = self._forward()
@@ -259,26 +263,39 @@ class Stack:
         return stacked_loss_and_correct(read, self.targets[models, self.picked],
                                         self.mask[models, self.picked], self.task)
 
-    def _replay(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The forward and backward pass as a CUDA graph: captured once, replayed after."""
+    def _replay(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """The forward and backward pass as a CUDA graph: captured once, replayed after.
+
+        A capture that torch refuses turns graphs off for this stack (``graph_error`` says
+        why) and the step runs eagerly: slower, the same numbers.
+        """
         if self.graph is None:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # warm-up, as torch's graph capture asks
-                for _ in range(2):
-                    self.flat.grad = None
-                    self._forward()[0].sum().backward()
-            torch.cuda.current_stream().wait_stream(side)
-            self.flat.grad = None
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                loss, correct = self._forward()
-                loss.sum().backward()
-            self.graph = (graph, loss, correct, self.flat.grad)
-            self.flat.grad = None  # eager steps must not accumulate into the graph's gradient
+            try:
+                self._capture()
+            except RuntimeError as error:
+                self.graphs, self.graph_error = False, str(error).splitlines()[0]
+                self.flat.grad = None
+                return None
         graph, loss, correct, grad = self.graph
         graph.replay()
         return loss, correct, grad
+
+    def _capture(self) -> None:
+        """Capture the forward and backward pass after two warm-up passes on a side stream."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up, as torch's graph capture asks
+            for _ in range(2):
+                self.flat.grad = None
+                self._forward()[0].sum().backward()
+        torch.cuda.current_stream().wait_stream(side)
+        self.flat.grad = None
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            loss, correct = self._forward()
+            loss.sum().backward()
+        self.graph = (graph, loss, correct, self.flat.grad)
+        self.flat.grad = None  # eager steps must not accumulate into the graph's gradient
 
     def _grad_snapshot(self, grad: torch.Tensor, row: int) -> dict[str, torch.Tensor]:
         """Model ``row``'s gradient by parameter name, float64 on the CPU."""
