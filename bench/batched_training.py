@@ -95,13 +95,18 @@ def loop_rate(trainer, device: str, seconds: float) -> float:
 
 
 def measure(models: list[int], sizes: list[str], device: str, rounds: int, seconds: float,
-            say=print) -> dict:
-    """Per size: the median models·steps/s of every M (and of the loop) over ``rounds``."""
+            say=print, results: dict | None = None) -> dict:
+    """Per size: the median models·steps/s of every M (and of the loop) over ``rounds``.
+
+    ``results`` (a dict filled as each size finishes, so a run cut short keeps what it has)
+    is returned.
+    """
     import torch
 
     torch.set_num_threads(1)
-    results = {"device": device, "threads": torch.get_num_threads(), "rounds": rounds,
-               "load_before": os.getloadavg(), "sizes": {}}
+    results = {} if results is None else results
+    results.update({"device": device, "threads": torch.get_num_threads(), "rounds": rounds,
+                    "load_before": os.getloadavg(), "sizes": {}})
     if device == "cuda":
         results["gpu"] = torch.cuda.get_device_name()
     with tempfile.TemporaryDirectory() as folder:

@@ -1,8 +1,9 @@
-"""satsim on a CUDA GPU in one short run: the CUDA tests, then four measurements.
+"""satsim on a CUDA GPU in one short run: the CUDA tests, then five measurements.
 
 On a GPU machine, from the repository root (no install: satsim runs from the checkout):
 
     PYTHONPATH=. python3 bench/gpu_check.py --out OUT            # about 2-3 minutes
+    PYTHONPATH=. python3 bench/gpu_check.py --stages batched --out OUT --budget-s 230  # 2 min
 
 On a CPU machine, the same code paths at tiny sizes (CI runs this):
 
@@ -19,13 +20,14 @@ one runs) and is skipped when the time left under ``--budget-s`` is below what i
   attention can apply), with the attention kernel torch chose; a forward-only batch too;
 - training: steps per second of the default ``satsim train`` run (Dyck-1, next-symbol), plain
   optimiser steps and a short instrumented run, beside the same steps on the CPU;
-- batched: models·steps per second of M models trained as one stack (satsim.training.group), at
-  FLaRe's small size and FLaRe's transformer, M = 1, 8, 32, 128 (bench/batched_training.py);
 - homogeneity: Figure 5's curves under the authors' protocol at the paper's sizes, float64, c on
   linspace(1, 10, 20) against c = 1000, compared seed by seed with the stored CPU run;
 - attention: satsim.soft.hard_attention (exact tie sets, float64 scores) at B 8, H 4, d 64,
   causal, T 2048 and 8192, beside torch's SDPA in float32 and bfloat16; and its tie sets and
-  outputs against the NumPy reference on exact integer ties at T 2048.
+  outputs against the NumPy reference on exact integer ties at T 2048;
+- batched: models·steps per second of M models trained as one stack (satsim.training.group), at
+  FLaRe's small size and FLaRe's transformer, M = 1, 8, 32, 128 (bench/batched_training.py),
+  last: under the default budget it gets what the others leave, so run it alone as above.
 
 Prints progress as it goes and rewrites OUT/gpu_check.json and OUT/gpu_check.md (tables) with
 every line, so a run that is killed keeps what it measured; with OUT/pytest_cuda.txt and
@@ -396,9 +398,8 @@ def stage_batched(run: Run, cap: float, result: dict) -> None:
     from batched_training import SIZES, measure
 
     models, rounds, seconds = run.sizes.batched
-    found = measure(list(models), list(SIZES), str(run.device), rounds, seconds,
-                    say=lambda line: run.log(f"batched: {line}"))
-    result.update(found)
+    measure(list(models), list(SIZES), str(run.device), rounds, seconds,
+            say=lambda line: run.log(f"batched: {line}"), results=result)
     if run.device.type == "cuda":
         result["graph_against_eager"] = _graph_against_eager(str(run.device))
         run.log(f"batched: graph against eager steps: {result['graph_against_eager']}")
@@ -532,9 +533,9 @@ STAGES: dict[str, tuple[Callable[[Run, float, dict], None], float, float]] = {
     "tests": (stage_tests, 120.0, 30.0),
     "throughput": (stage_throughput, 90.0, 25.0),
     "training": (stage_training, 60.0, 15.0),
-    "batched": (stage_batched, 240.0, 30.0),
     "homogeneity": (stage_homogeneity, 90.0, 20.0),
     "attention": (stage_attention, 60.0, 10.0),
+    "batched": (stage_batched, 240.0, 30.0),
 }
 
 

@@ -117,6 +117,18 @@ def test_each_run_of_a_group_follows_its_run_alone_in_float64(tmp_path):
         assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
 
 
+def test_a_run_that_diverges_leaves_the_stack_with_its_error_and_the_others_go_on(tmp_path):
+    group = configs(steps=40, checkpoint_every=20, log_every=20)
+    group[1] = TrainConfig.from_dict({**group[1].to_dict(), "lr": 1e200})
+    results = train_group(group, [tmp_path / f"group{i}" for i in range(3)])
+    assert "the loss became" in str(results[1]) and "lower the lr" in str(results[1])
+    assert not (tmp_path / "group1" / "summary.json").exists()
+    alone = tmp_path / "alone2"
+    train(group[2], alone)
+    a, b = flat(alone), flat(tmp_path / "group2")
+    assert results[2].steps == 40 and np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
+
+
 GROUP_SCRIPT = """
 import sys, json
 from satsim.training.config import TrainConfig
