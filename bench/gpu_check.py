@@ -698,6 +698,8 @@ def _summary(name: str, stage: dict) -> str:
         return (f"{stage['device']['steps_per_second']:.1f} plain steps/s on the device, "
                 f"{stage['instrumented']['steps_per_second']:.1f} instrumented")
     if name == "batched":
+        if not stage["sizes"]:  # still measuring its first size
+            return ""
         largest = max(int(key) for key in next(iter(stage["sizes"].values())) if key.isdigit())
         return ", ".join(f"{size} {rates[str(largest)] / rates['1']:.1f}x at M = {largest}"
                          for size, rates in stage["sizes"].items())
