@@ -150,10 +150,13 @@ def causal_attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
     """
     if q.device.type == "cuda":
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
-    n = q.shape[-2]
+    shape, n, e = q.shape, q.shape[-2], q.shape[-1]
     future = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
-    scores = torch.matmul(q, k.transpose(-1, -2)).mul(scale).masked_fill(future, -math.inf)
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
+    mask = torch.zeros((n, n), dtype=q.dtype, device=q.device).masked_fill(future, -math.inf)
+    # mask + scale·q·kᵀ in one batched product: no pass over the scores to scale and mask them
+    scores = torch.baddbmm(mask, q.reshape(-1, n, e), k.reshape(-1, n, e).transpose(1, 2),
+                           alpha=scale)
+    return torch.bmm(torch.softmax(scores, dim=-1), v.reshape(-1, n, e)).view(shape)
 
 
 def stacked_forward(spec: ModelSpec, params: dict[str, Tensor], tokens: Tensor,
