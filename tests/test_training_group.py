@@ -129,6 +129,31 @@ def test_a_run_that_diverges_leaves_the_stack_with_its_error_and_the_others_go_o
     assert results[2].steps == 40 and np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
 
 
+def test_sgd_with_momentum_in_a_stack_resumes_from_a_checkpoint_and_from_its_last_one(tmp_path):
+    group = [TrainConfig.from_dict({**config.to_dict(), "optimizer": "sgd", "momentum": 0.9,
+                                    "lr": 0.05, "steps": 60, "checkpoint_every": 20,
+                                    "log_every": 20}) for config in configs()[:2]]
+    runs = [tmp_path / f"group{i}" for i in range(2)]
+    train_group(group, runs)
+    alone = tmp_path / "alone0"
+    train(group[0], alone)
+    a = flat(alone)
+    assert np.linalg.norm(a - flat(runs[0])) <= 1e-10 * np.linalg.norm(a)
+    resumed = tmp_path / "resumed"  # from step 20: the momentum buffer comes back
+    (resumed / "checkpoints").mkdir(parents=True)
+    for name in ("step-00000020.safetensors", "step-00000020.state.pt"):
+        (resumed / "checkpoints" / name).write_bytes((runs[0] / "checkpoints" / name).read_bytes())
+    (done,) = train_group(group[:1], [resumed], resume=True, notice=lambda message: None)
+    assert done.resumed_from == 20
+    assert np.linalg.norm(a - flat(resumed)) <= 1e-10 * np.linalg.norm(a)
+    (runs[1] / "summary.json").unlink()  # cut after its last checkpoint: nothing left to train
+    (runs[1] / "final.safetensors").unlink()
+    before = (runs[1] / "metrics.jsonl").read_text()
+    (done,) = train_group(group[1:], runs[1:], resume=True, notice=lambda message: None)
+    assert done.steps == 60 and done.resumed_from == 60
+    assert (runs[1] / "metrics.jsonl").read_text() == before
+
+
 GROUP_SCRIPT = """
 import sys, json
 from satsim.training.config import TrainConfig

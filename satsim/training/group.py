@@ -74,10 +74,20 @@ def train_group(configs: Sequence[TrainConfig], runs: Sequence[str | Path], *,
 
 def _train_stack(courses: dict[int, Course], results: list, progress: Progress | None) -> list:
     """Train the courses as one stack until each is done or has failed."""
-    stack = Stack([course.trainer for course in courses.values()])
+    stack = Stack([course.trainer for course in courses.values()],
+                  [course.start for course in courses.values()])
     members = list(courses)
     while members:
-        finished = []
+        finished = [row for row, index in enumerate(members)
+                    if stack.steps[row] >= courses[index].trainer.config.steps]
+        for row in finished:  # at its steps (a run resumed from its last checkpoint may be)
+            stack.sync_state(row)
+            results[members[row]] = courses[members[row]].finish()
+        if finished:
+            keep = [row for row in range(len(members)) if row not in finished]
+            stack.keep(keep)
+            members = [members[row] for row in keep]
+            continue
         logged = []
         for row, index in enumerate(members):
             course = courses[index]
@@ -85,7 +95,7 @@ def _train_stack(courses: dict[int, Course], results: list, progress: Progress |
                 stack.sync_state(row)  # a checkpoint saves the trainer's torch optimiser state
             logged.append(course.before(stack.steps[row]))
         try:
-            losses, rows = stack.step(logged)
+            _, rows = stack.step(logged)
         except _Diverged as diverged:
             for row in diverged.rows:
                 results[members[row]] = diverged.errors[row]
@@ -94,18 +104,9 @@ def _train_stack(courses: dict[int, Course], results: list, progress: Progress |
             members = [members[row] for row in keep]
             continue
         for row, index in enumerate(members):
-            course = courses[index]
-            course.after(stack.steps[row] - 1, rows[row])
+            courses[index].after(stack.steps[row] - 1, rows[row])
             if progress is not None:
                 progress(index, 1)
-            if stack.steps[row] >= course.trainer.config.steps:
-                stack.sync_state(row)
-                results[index] = course.finish()
-                finished.append(row)
-        if finished:
-            keep = [row for row in range(len(members)) if row not in finished]
-            stack.keep(keep)
-            members = [members[row] for row in keep]
     return results
 
 
@@ -122,7 +123,8 @@ class Stack:
     checkpoints and instruments read the stack's current values.
     """
 
-    def __init__(self, trainers: list[Trainer], graphs: bool = True) -> None:
+    def __init__(self, trainers: list[Trainer], starts: list[int] | None = None,
+                 graphs: bool = True) -> None:
         self.trainers = trainers
         self.graphs = graphs  # on CUDA, replay plain steps as a captured graph
         first = trainers[0]
@@ -140,11 +142,10 @@ class Stack:
         self.flat.requires_grad_(True)
         self.optimizer = StackedOptimizer(config.optimizer, [t.config.lr for t in trainers],
                                           config.weight_decay, config.momentum, self.flat)
-        self.steps = []
+        self.steps = list(starts or [0] * len(trainers))  # each model's next step t
         for row, trainer in enumerate(trainers):
             state = trainer.optimizer.state_dict()["state"]
             self.optimizer.load_row(row, state, self._state_views(row))
-            self.steps.append(self.optimizer.steps[row])
         self._point()
         self.batch = min(config.batch_size, len(first.data.train))
         self.width = max(int(t.data.train.tokens.shape[1]) for t in trainers)
