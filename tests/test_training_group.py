@@ -117,6 +117,20 @@ def test_each_run_of_a_group_follows_its_run_alone_in_float64(tmp_path):
     assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
 
 
+def test_runs_with_other_batch_sizes_share_a_stack_and_each_follows_its_run_alone(tmp_path):
+    group = [TrainConfig.from_dict({**config.to_dict(), "batch_size": size, "steps": 80,
+                                    "checkpoint_every": 40, "log_every": 40})
+             for config, size in zip(configs(), (16, 5, 11))]
+    assert len({group_key(config, 1) for config in group}) == 1
+    train_group(group, [tmp_path / f"group{i}" for i in range(3)])
+    for index, config in enumerate(group):
+        train(config, tmp_path / f"alone{index}")
+        a, b = flat(tmp_path / f"alone{index}"), flat(tmp_path / f"group{index}")
+        assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
+        assert [r["accuracy"] for r in metrics(tmp_path / f"group{index}")] == [
+            r["accuracy"] for r in metrics(tmp_path / f"alone{index}")]
+
+
 def test_a_run_that_diverges_leaves_the_stack_with_its_error_and_the_others_go_on(tmp_path):
     group = configs(steps=40, checkpoint_every=20, log_every=20)
     group[1] = TrainConfig.from_dict({**group[1].to_dict(), "lr": 1e200})

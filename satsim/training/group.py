@@ -1,7 +1,7 @@
 """Train many runs of one architecture at once: one stacked step for M models.
 
-Runs that share a :func:`group_key` (architecture, task, dtype, device, optimiser settings and
-batch size; not seed, language, data, learning rate or number of steps) train as one stack
+Runs that share a :func:`group_key` (architecture, task, dtype, device, optimiser settings; not
+seed, language, data, batch size, learning rate or number of steps) train as one stack
 (:mod:`satsim.training.stacked`): each step draws every model's own batch (its seed, its step),
 runs one batched forward and backward pass, and updates every model with its own learning rate
 and step count (:mod:`satsim.training.stacked_optim`). Around the step each run keeps its own
@@ -37,7 +37,7 @@ Progress = Callable[[int, int], None]
 def group_key(config: TrainConfig, labels: int) -> tuple:
     """What runs must share to train in one stack (``labels``: the model's output logits)."""
     shared = ("task", "layers", "d_model", "heads", "d_head", "d_mlp", "norm", "positional",
-              "n_ctx", "dtype", "device", "optimizer", "weight_decay", "momentum", "batch_size")
+              "n_ctx", "dtype", "device", "optimizer", "weight_decay", "momentum")
     values = tuple(getattr(config, name) for name in shared)
     return (*values, labels, config.lr if config.optimizer == "sgd" else None)
 
@@ -63,12 +63,8 @@ def train_group(configs: Sequence[TrainConfig], runs: Sequence[str | Path], *,
                 courses[index] = Course.open(config, Path(run), resumes[index], notice)
             except SatsimError as error:
                 results[index] = error
-        by_batch: dict[int, dict[int, Course]] = {}
-        for index, course in courses.items():
-            size = min(course.trainer.config.batch_size, len(course.trainer.data.train))
-            by_batch.setdefault(size, {})[index] = course
-        for members in by_batch.values():
-            results = _train_stack(members, results, progress)
+        if courses:
+            results = _train_stack(courses, results, progress)
     return results  # type: ignore[return-value]
 
 
@@ -147,7 +143,10 @@ class Stack:
             state = trainer.optimizer.state_dict()["state"]
             self.optimizer.load_row(row, state, self._state_views(row))
         self._point()
-        self.batch = min(config.batch_size, len(first.data.train))
+        self.sizes = [min(t.config.batch_size, len(t.data.train)) for t in trainers]
+        self.batch = max(self.sizes)  # a smaller batch is padded with rows of weight 0
+        self.weights = (torch.arange(self.batch)[None, :] < torch.tensor(self.sizes)[:, None]).to(
+            device=device, dtype=dtype)
         self.width = max(int(t.data.train.tokens.shape[1]) for t in trainers)
         self._stack_data(device)
         self.picked = torch.zeros((len(trainers), self.batch), dtype=torch.long, device=device)
@@ -201,7 +200,8 @@ class Stack:
         self.optimizer.keep(index)
         self.trainers = [self.trainers[row] for row in rows]
         self.steps = [self.steps[row] for row in rows]
-        for name in ("tokens", "lengths", "mask", "targets", "picked"):
+        self.sizes = [self.sizes[row] for row in rows]
+        for name in ("tokens", "lengths", "mask", "targets", "picked", "weights"):
             setattr(self, name, getattr(self, name)[index])
         self.graph = None
         self._point()
@@ -220,8 +220,10 @@ class Stack:
         On CUDA a step with no logged row replays the forward and backward pass captured once
         as a CUDA graph (recaptured when a model leaves): the launches no longer dominate.
         """
-        picks = np.stack([trainer.data.batch_rows(trainer.config.seed, step, self.batch)
-                          for trainer, step in zip(self.trainers, self.steps)])
+        picks = np.zeros((len(self.trainers), self.batch), dtype=np.int64)
+        for row, (trainer, step) in enumerate(zip(self.trainers, self.steps)):
+            rows = trainer.data.batch_rows(trainer.config.seed, step, self.sizes[row])
+            picks[row, :len(rows)] = rows
         self.picked.copy_(torch.from_numpy(picks))
         replayed = None
         if self.graphs and self.flat.device.type == "cuda" and not any(logged):
@@ -242,7 +244,8 @@ class Stack:
                 errors[row] = error
         if errors:
             raise _Diverged(errors)
-        accuracy = correct.to(loss.dtype).mean(dim=1).cpu().tolist()
+        weights = self.weights.float()  # float32, as a run alone takes its mean
+        accuracy = ((correct * weights).sum(dim=1) / weights.sum(dim=1)).cpu().tolist()
         before = {row: self.trainers[row].observe() for row, flag in enumerate(logged) if flag}
         grads = {row: self._grad_snapshot(grad, row) for row in before}
         self.optimizer.step(self.flat.detach(), grad)
@@ -262,7 +265,7 @@ class Stack:
                                  lengths - 1 if recognition else None, self.constants)
         read = logits[..., 0] if recognition else logits
         return stacked_loss_and_correct(read, self.targets[models, self.picked],
-                                        self.mask[models, self.picked], self.task)
+                                        self.mask[models, self.picked], self.task, self.weights)
 
     def _replay(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """The forward and backward pass as a CUDA graph: captured once, replayed after.
