@@ -1,8 +1,9 @@
-"""satsim on a CUDA GPU in one short run: the CUDA tests, then four measurements.
+"""satsim on a CUDA GPU in one short run: the CUDA tests, then five measurements.
 
 On a GPU machine, from the repository root (no install: satsim runs from the checkout):
 
     PYTHONPATH=. python3 bench/gpu_check.py --out OUT            # about 2-3 minutes
+    PYTHONPATH=. python3 bench/gpu_check.py --stages batched --out OUT --budget-s 230  # 2 min
 
 On a CPU machine, the same code paths at tiny sizes (CI runs this):
 
@@ -23,7 +24,10 @@ one runs) and is skipped when the time left under ``--budget-s`` is below what i
   linspace(1, 10, 20) against c = 1000, compared seed by seed with the stored CPU run;
 - attention: satsim.soft.hard_attention (exact tie sets, float64 scores) at B 8, H 4, d 64,
   causal, T 2048 and 8192, beside torch's SDPA in float32 and bfloat16; and its tie sets and
-  outputs against the NumPy reference on exact integer ties at T 2048.
+  outputs against the NumPy reference on exact integer ties at T 2048;
+- batched: models·steps per second of M models trained as one stack (satsim.training.group), at
+  FLaRe's small size and FLaRe's transformer, M = 1, 8, 32, 128 (bench/batched_training.py),
+  last: under the default budget it gets what the others leave, so run it alone as above.
 
 Prints progress as it goes and rewrites OUT/gpu_check.json and OUT/gpu_check.md (tables) with
 every line, so a run that is killed keeps what it measured; with OUT/pytest_cuda.txt and
@@ -73,18 +77,21 @@ class Sizes:
     seeds: int
     attention: tuple[tuple[int, int, int, int], ...]  # B, H, T, d
     exact_check: tuple[int, int, int, int]  # B, H, T, d checked against the NumPy reference
+    batched: tuple[tuple[int, ...], int, float]  # stacked training: M values, rounds, seconds
 
 
 FULL = Sizes(
     bins=((0, 16), (17, 64), (65, 256), (257, 1024), (1025, 4096), (4097, 16384)),
     strings_per_bin=200, forward_batch=(32, 4096), train_steps=200, instrumented_steps=100,
     cpu_train_steps=50, homogeneity={}, seeds=5,
-    attention=((8, 4, 2048, 64), (8, 4, 8192, 64)), exact_check=(1, 1, 2048, 64))
+    attention=((8, 4, 2048, 64), (8, 4, 8192, 64)), exact_check=(1, 1, 2048, 64),
+    batched=((1, 8, 32, 128), 2, 2.0))
 QUICK = Sizes(
     bins=((0, 16), (17, 64)), strings_per_bin=10, forward_batch=(4, 64), train_steps=5,
     instrumented_steps=3, cpu_train_steps=3,
     homogeneity=dict(layers=2, d_model=16, heads=2, d_ff=8, length=4, sequences=3), seeds=1,
-    attention=((2, 2, 64, 8), (2, 2, 128, 8)), exact_check=(1, 1, 64, 8))
+    attention=((2, 2, 64, 8), (2, 2, 128, 8)), exact_check=(1, 1, 64, 8),
+    batched=((1, 2), 1, 0.1))
 
 
 class Run:
@@ -380,6 +387,43 @@ def stage_training(run: Run, cap: float, result: dict) -> None:
                 f"steps/s")
 
 
+# --- stage (c'): many models trained as one stack -------------------------------------------------
+
+def stage_batched(run: Run, cap: float, result: dict) -> None:
+    """Models·steps/s of M models trained as one stack (bench/batched_training.py), both sizes.
+
+    On CUDA the stacked step replays a captured CUDA graph; the unbatched loop is timed beside.
+    """
+    sys.path.insert(0, str(ROOT / "bench"))
+    from batched_training import SIZES, measure
+
+    models, rounds, seconds = run.sizes.batched
+    measure(list(models), list(SIZES), str(run.device), rounds, seconds,
+            say=lambda line: run.log(f"batched: {line}"), results=result)
+    if run.device.type == "cuda":
+        result["graph_against_eager"] = _graph_against_eager(str(run.device))
+        run.log(f"batched: graph against eager steps: {result['graph_against_eager']}")
+
+
+def _graph_against_eager(device: str) -> dict:
+    """Four models, ten plain steps replayed as a CUDA graph and run eagerly: the largest gap."""
+    from batched_training import trainers
+
+    from satsim.training.group import Stack
+
+    gaps = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for size in ("small", "flare"):
+            flats = []
+            for graphs in (True, False):
+                stack = Stack(trainers(size, 4, device, Path(folder)), graphs=graphs)
+                for _ in range(10):
+                    stack.step([False] * 4)
+                flats.append(stack.flat.detach())
+            gaps[size] = float((flats[0] - flats[1]).abs().max())
+    return {"steps": 10, "models": 4, "max_abs_difference": gaps}
+
+
 # --- stage (d): homogeneity curves ---------------------------------------------------------------
 
 def stage_homogeneity(run: Run, cap: float, result: dict) -> None:
@@ -491,6 +535,7 @@ STAGES: dict[str, tuple[Callable[[Run, float, dict], None], float, float]] = {
     "training": (stage_training, 60.0, 15.0),
     "homogeneity": (stage_homogeneity, 90.0, 20.0),
     "attention": (stage_attention, 60.0, 10.0),
+    "batched": (stage_batched, 240.0, 30.0),
 }
 
 
@@ -652,6 +697,12 @@ def _summary(name: str, stage: dict) -> str:
     if name == "training":
         return (f"{stage['device']['steps_per_second']:.1f} plain steps/s on the device, "
                 f"{stage['instrumented']['steps_per_second']:.1f} instrumented")
+    if name == "batched":
+        if not stage["sizes"]:  # still measuring its first size
+            return ""
+        largest = max(int(key) for key in next(iter(stage["sizes"].values())) if key.isdigit())
+        return ", ".join(f"{size} {rates[str(largest)] / rates['1']:.1f}x at M = {largest}"
+                         for size, rates in stage["sizes"].items())
     if name == "homogeneity":
         gap = stage.get("max_abs_difference_from_cpu_run")
         return _seeds(stage["seeds"]) + ("" if gap is None else f", ≤ {gap:.1e} from CPU")
@@ -739,7 +790,16 @@ def _attention_table(stage: dict) -> list[str]:
     return lines
 
 
+def _batched_table(stage: dict) -> list[str]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from batched_training import table
+
+    return [f"Stacked training on {stage['device']} (load {stage['load_before'][0]:.1f}): "
+            "models·steps per second, median of the rounds.", "", table(stage)]
+
+
 TABLES = {"throughput": _throughput_table, "training": _training_table,
+          "batched": _batched_table,
           "homogeneity": _homogeneity_table, "attention": _attention_table}
 
 

@@ -124,6 +124,33 @@ def test_a_finished_benchmark_reruns_without_training_and_prints_the_same_rows(r
     assert "| majority |" in table and "| parity |" in table
 
 
+def test_models_trained_as_one_stack_give_the_table_of_models_trained_one_by_one(
+        reference, tmp_path, monkeypatch):
+    from satsim.training import group as group_module
+
+    stacks = []
+    real = group_module.train_group
+
+    def spy(configs, runs, **options):
+        stacks.append(len(configs))
+        return real(configs, runs, **options)
+
+    monkeypatch.setattr(group_module, "train_group", spy)
+    _, rows = reference
+    stacked = benchmark(tmp_path / "stacked", "--group-size", "4")
+    assert stacks == [4]  # both languages share an architecture and alphabet size
+    # float32 sums in another order in a stack: the same models to rounding, so the same
+    # decisions on these strings and the same checkpoints picked
+    for alone, mine in zip(rows["model"], stacked["model"]):
+        assert (mine["name"], mine["selected_step"]) == (alone["name"], alone["selected_step"])
+        assert mine["held_out"] == alone["held_out"]
+        for cell_alone, cell in zip(alone["bins"], mine["bins"]):
+            for column in ("soft", "soft_c10", "soft_c100", "limit"):
+                assert cell[column] == cell_alone[column]
+        assert mine["norm_growth"]["end"] == pytest.approx(alone["norm_growth"]["end"],
+                                                           rel=1e-5)
+
+
 def test_a_model_that_cannot_be_scored_is_an_error_row_and_the_others_stay(reference, tmp_path):
     whole, _ = reference
     broken = tmp_path / "broken"

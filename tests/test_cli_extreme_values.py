@@ -400,16 +400,7 @@ def problem(case, outcome: dict) -> str | None:
     return f"exit {code}: {stderr[-600:]!r}"
 
 
-_H39A = "owned by h39a (issue 39: compile/verify estimate their memory before any work): "
-_H39B = "owned by h39b (issue 39): "
-XFAIL = {
-    **{f"{name} {option}={M!r}": _H39A + "no estimate yet; reaches the memory cap"
-       for name in ("compile", "verify") for option in ("--long", "--long-len")},
-    **{f"{name} --threads={M!r}": _H39B + "--threads beyond the machine (train: a segfault)"
-       for name in ("train", "homogeneity", "projection", "scan-snap")},
-    f"benchmark flare --trials={M!r}": _H39B + "--trials has no estimate; runs on silently",
-    f"benchmark flare -n={M!r}": _H39B + "-n has no estimate; reaches the memory cap",
-}
+XFAIL: dict[str, str] = {}
 """case_id -> why it fails today, for the cases other work on issue 39 fixes (strict: each flips
 to a failure, to be removed from here, once that work is merged)."""
 

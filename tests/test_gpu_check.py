@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "gpu_check.py"
-STAGES = ["tests", "throughput", "training", "homogeneity", "attention"]
+STAGES = ["tests", "throughput", "training", "homogeneity", "attention", "batched"]
 
 
 def gpu_check(out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -53,6 +53,12 @@ def test_the_stages_report_what_they_measured(quick):
     training = stages["training"]
     assert training["device"]["steps_per_second"] > 0
     assert training["instrumented"]["steps_per_second"] > 0
+    batched = stages["batched"]
+    assert batched["device"] == "cpu" and batched["threads"] == 1
+    for size in ("small", "flare"):
+        rates = batched["sizes"][size]
+        assert set(rates) == {"loop", "1", "2", "rounds"}
+        assert all(rates[key] > 0 for key in ("loop", "1", "2"))
     homogeneity = stages["homogeneity"]
     assert [(c["arrangement"], c["mask"]) for c in homogeneity["curves"]] == [
         ("post", "multiplicative"), ("ln-of-branch", "multiplicative")]
@@ -70,6 +76,7 @@ def test_the_markdown_has_a_row_per_stage_and_their_tables(quick):
     for stage in STAGES:
         assert f"| {stage} | ok |" in text
     for header in ("| length | strings | tokens |", "| training (default Dyck-1 run) |",
+                   "| size | M | models·steps/s | × M = 1 | × loop |",
                    "| B, H, T, d (causal) |", "Homogeneity, authors' protocol"):
         assert header in text
 

@@ -47,6 +47,16 @@ def test_a_ray_sweep_equals_the_local_sweep_bit_for_bit(tmp_path):
     assert recorded == ["s0.json", "s1.json", "s2.json", "s3.json"]
 
 
+def test_a_ray_sweep_in_stacks_equals_the_local_one_bit_for_bit(tmp_path):
+    configs = plan(TINY, {"seed": [0, 1, 2, 3]})
+    local = run_sweep(configs, tmp_path / "local", group_size=2)
+    remote = run_sweep(configs, tmp_path / "ray", engine="ray", group_size=2)
+    assert without_timing(remote) == without_timing(local)
+    for planned in configs:
+        assert same_weights(tmp_path / "ray" / "runs" / planned["name"],
+                            tmp_path / "local" / "runs" / planned["name"])
+
+
 def worker_running(task_name: str) -> int | None:
     """The pid of the Ray worker whose process title says it runs ``task_name``, if any."""
     for entry in Path("/proc").iterdir():

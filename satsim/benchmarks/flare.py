@@ -178,15 +178,16 @@ def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | 
 # --- one model: train, pick its checkpoint, score it -----------------------------------------
 
 
-def run_model(planned: dict, root: str, threads: int = 1) -> dict:
+def run_model(planned: dict, root: str, threads: int = 1, trained: dict | None = None) -> dict:
     """Train one planned run (or resume or find it), evaluate it once, and return its row.
 
-    A run that fails for its own reasons (a diverging loss; a checkpoint that cannot be read)
-    gives the sweep's row with ``error``.
+    ``trained`` is the sweep's row of a run trained already (in a stack). A run that fails for
+    its own reasons (a diverging loss; a checkpoint that cannot be read) gives the sweep's row
+    with ``error``.
     """
     from satsim.training.runs import failed_row, run_one
 
-    trained = run_one(planned, root, threads)
+    trained = trained or run_one(planned, root, threads)
     if "error" in trained:
         return {**trained, **planned["model"]}
     run = Path(root) / "runs" / planned["name"]
@@ -206,6 +207,14 @@ def run_model(planned: dict, root: str, threads: int = 1) -> dict:
     return {"name": planned["name"], **planned["model"], **settings,
             **{key: held[key] for key in ("selected_step", "held_out", "bins", "norm_growth")},
             "seconds": {"train": trained["elapsed"], "evaluate": held["seconds"]}}
+
+
+def run_models(group: list[dict], root: str, threads: int = 1) -> list[dict]:
+    """Train planned runs of one architecture as one stack, then evaluate each: their rows."""
+    from satsim.training.runs import run_group
+
+    trained = run_group(group, root, threads)
+    return [run_model(planned, root, threads, row) for planned, row in zip(group, trained)]
 
 
 def selected_checkpoint(run: Path, select: str) -> tuple[int, dict]:
@@ -433,13 +442,16 @@ def _jsonl(rows: Sequence[dict]) -> str:
 
 def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engine: str = "local",
                   jobs: int = 1, ray_options: dict | None = None,
-                  on_row: Callable[[dict], None] | None = None) -> BenchmarkResult:
+                  on_row: Callable[[dict], None] | None = None,
+                  group_size: int = 1) -> BenchmarkResult:
     """Run (or resume) every planned model and write the tables under ``root``.
 
     ``root`` gets ``benchmark.json`` (the manifest), the sweep's files (``plan.json``,
     ``runs/``, ``results/``, ``results.jsonl``) and the tables: ``models.jsonl`` (one row per
     model, plan order, no wall-clock times), ``languages.jsonl`` (aggregates) and
     ``constructions.jsonl``. ``on_row`` hears each model's row as it is recorded or found.
+    With ``group_size`` above 1, models of one architecture train as stacks of up to that many
+    (:func:`run_models`).
     """
     from satsim.training.sweep import run_sweep
 
@@ -449,7 +461,8 @@ def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engi
     if not (root / MANIFEST).exists():
         write_text_atomically(root / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     rows = run_sweep(configs, root, jobs=jobs, engine=engine, ray_options=ray_options,
-                     on_result=on_row, worker=run_model)
+                     on_result=on_row, worker=run_model, group_size=group_size,
+                     group_worker=run_models)
     rows = [row if "language" in row else {**row, **planned["model"]}  # Ray gave up on it
             for planned, row in zip(configs, rows)]
     models = [table_row(row) for row in rows]

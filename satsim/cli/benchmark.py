@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from satsim.cli.options import OutputPath, PlotPath, count, cpu_count, real
+from satsim.cli.sweep import GROUP_HELP
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 
@@ -43,13 +44,14 @@ def command() -> None:
               help="CPUs of each Ray task [default: 1].")
 @click.option("--gpus-per-run", type=real(0), default=None,
               help="GPUs of each Ray task [default: 1 for device=cuda, else 0].")
+@click.option("--group-size", type=count(1), default=1, show_default=True, help=GROUP_HELP)
 @click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Write the figure (PNG) here.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON lines: each model's row as it finishes, then one row per language "
               "and per construction.")
 def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address, cpus_per_run,
-                  gpus_per_run, plot_path, as_json) -> None:
+                  gpus_per_run, group_size, plot_path, as_json) -> None:
     """Train FLaRe's recognisers (0–40), score soft, scaled and saturated limit to length 500."""
     from satsim.benchmarks import flare
     from satsim.benchmarks.tables import model_line, summary
@@ -85,7 +87,7 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
         sys.stdout.flush()
 
     result = flare.run_benchmark(configs, manifest, out, engine=engine, jobs=jobs,
-                                 ray_options=ray_options, on_row=heard)
+                                 ray_options=ray_options, on_row=heard, group_size=group_size)
     tables = summary(result.manifest, result.languages, result.constructions, markdown=True)
     write_text_atomically(Path(out) / "table.md", tables + "\n")
     if as_json:

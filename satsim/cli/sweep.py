@@ -31,6 +31,11 @@ def _table(rows: list[dict]) -> None:
                    f"{row['elapsed']:>7.1f}")
 
 
+GROUP_HELP = ("Train up to N runs of one architecture at once as one stack (one batched step; "
+              "fewer where memory is short); each run's files are as if trained alone, to "
+              "rounding.")
+
+
 def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run) -> dict:
     """The Ray engine's options, refusing those that mean nothing to the chosen engine."""
     if engine == "local":
@@ -68,6 +73,8 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
               help="CPUs (and torch threads) of each Ray task [default: 1].")
 @click.option("--gpus-per-run", type=real(0), default=None,
               help="GPUs of each Ray task [default: 1 for --set device=cuda, else 0].")
+@click.option("--group-size", type=count(1), default=1, show_default=True,
+              help=GROUP_HELP)
 @click.option("--plan", "plan_only", is_flag=True,
               help="Print the planned runs as JSON lines and stop (to hand them to another "
               "engine: each line is the first argument of satsim.training.runs.run_one).")
@@ -75,7 +82,7 @@ def _engine_options(engine: str, jobs: int, address, cpus_per_run, gpus_per_run)
               help="Only gather the results of finished runs under --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
 def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_run,
-            gpus_per_run, plan_only, collect_only, as_json) -> None:
+            gpus_per_run, group_size, plan_only, collect_only, as_json) -> None:
     """Train a grid of runs (languages × seeds × learning rates × …) and tabulate them."""
     from satsim.training.grid import base_settings, grid_from_lists
     from satsim.training.runs import failures_line
@@ -94,7 +101,8 @@ def command(out, lang, seed, lr, vary, fixed, jobs, engine, address, cpus_per_ru
         with progressbar(len(configs), f"sweep of {len(configs)} runs",
                          item_show_func=lambda name: name) as bar:
             rows = run_sweep(configs, out, jobs=jobs, engine=engine, ray_options=ray_options,
-                             on_result=lambda row: bar.update(1, row["name"]))
+                             on_result=lambda row: bar.update(1, row["name"]),
+                             group_size=group_size)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))

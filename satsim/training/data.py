@@ -138,9 +138,13 @@ class RunData:
 
     def batch(self, seed: int, step: int, size: int) -> Examples:
         """The batch of ``step``: ``size`` training examples drawn by (seed, step) alone."""
+        return self.train.take(self.batch_rows(seed, step, size))
+
+    def batch_rows(self, seed: int, step: int, size: int) -> np.ndarray:
+        """The training rows of the batch of ``step``, ascending."""
         rng = np.random.default_rng([seed, 31, step])
-        rows = rng.choice(len(self.train), size=min(size, len(self.train)), replace=False)
-        return self.train.take(np.sort(rows))
+        return np.sort(rng.choice(len(self.train), size=min(size, len(self.train)),
+                                  replace=False))
 
 
 def run_data(config: TrainConfig, spec: ModelSpec) -> RunData:

@@ -11,6 +11,7 @@ run does (bit-for-bit on the CPU).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -188,25 +189,41 @@ class Trainer:
         loss, correct = loss_and_correct(logits, batch, config.task)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if not torch.isfinite(loss):
-            raise SatsimError(f"the loss became {float(loss.detach())} at step {t}; lower the lr")
+        check_loss(float(loss.detach()), t)
         if not logged:
             self.optimizer.step()
             return None
         named = list(self.model.named_parameters())
-        theta = snapshot(named)
+        before = self.observe()
         grad = snapshot((name, p.grad if p.grad is not None else torch.zeros_like(p))
                         for name, p in named)
+        self.optimizer.step()
+        return self.logged_row(t, float(loss.detach()), float(correct.float().mean()), before,
+                               grad)
+
+    def observe(self) -> tuple[dict[str, torch.Tensor], float]:
+        """θ (float64 copies) and the probe's representation similarity, before an update."""
         similarity = representation_similarity(self.model.to_spec(), self.probe,
                                                REPRESENTATION_SCALE, device="cpu")
-        self.optimizer.step()
+        return snapshot(self.model.named_parameters()), similarity
+
+    def logged_row(self, t: int, loss: float, accuracy: float,
+                   before: tuple[dict[str, torch.Tensor], float],
+                   grad: dict[str, torch.Tensor]) -> dict:
+        """The metrics row of θ_t, once the update to θ_{t+1} is done (``before``: observe())."""
+        theta, similarity = before
         after = snapshot(self.model.named_parameters())
-        row = {"step": t, "loss": float(loss.detach()), "accuracy": float(correct.float().mean()),
+        row = {"step": t, "loss": loss, "accuracy": accuracy,
                **parameter_record(theta, grad, after, self.previous),
-               "representation_similarity": similarity,
-               "lr": self.optimizer.param_groups[0]["lr"]}
+               "representation_similarity": similarity, "lr": self.config.lr}
         self.previous = theta
         return row
+
+
+def check_loss(loss: float, t: int) -> None:
+    """Refuse a loss that is no longer finite (the run diverged)."""
+    if not math.isfinite(loss):
+        raise SatsimError(f"the loss became {loss} at step {t}; lower the lr")
 
 
 def train(config: TrainConfig, run: str | Path, *, resume: bool = False,
@@ -233,47 +250,82 @@ def _to_stderr(message: str) -> None:
 
 def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int], None] | None,
            notice: Callable[[str], None], on_start: Callable[[int], None] | None) -> TrainResult:
-    if holds_run(run) and not resume:
-        raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
-    if config.data and not config.data_digest:  # fixed now: a changed folder is refused later
-        config = replace(config, data_digest=data_digest(config))
-    trainer = Trainer(config, run)
-    for note in trainer.data.notes:
-        notice(note)
-    start = (trainer.restore(notice) if resume else None) or 0
-    if start:
-        notice(f"resuming {run} from step {start}")
-    if on_start is not None:
-        on_start(start)
-    if start > config.steps:
-        raise SatsimError(f"{run} is already at step {start}, past --steps {config.steps}")
-    config.save(run / "config.json")
-    metrics = _Metrics(run / "metrics.jsonl", start)
-    clock = time.perf_counter() - trainer.elapsed
-    for t in range(start, config.steps):
-        at_checkpoint = t % config.checkpoint_every == 0
-        evaluation = trainer.held_out() if at_checkpoint else None
-        turn = trainer.checkpoint_cosine(t) if at_checkpoint else None
-        if at_checkpoint and t > start or t == 0:
-            trainer.elapsed = time.perf_counter() - clock
-            trainer.checkpoint(t)
-        logged = at_checkpoint or t % config.log_every == 0 or t == config.steps - 1
-        row = trainer.step(t, logged)
-        if row is not None:
-            row["elapsed"] = time.perf_counter() - clock
-            if evaluation is not None:
-                row["eval"] = evaluation
-                row["checkpoint_cosine"] = turn
-            metrics.write(row)
+    course = Course.open(config, run, resume, notice, on_start)
+    for t in range(course.start, config.steps):
+        logged = course.before(t)
+        course.after(t, course.trainer.step(t, logged))
         if progress is not None:
             progress(1)
-    final_eval = trainer.held_out()
-    trainer.elapsed = time.perf_counter() - clock
-    trainer.checkpoint(config.steps)
-    final = trainer.model.to_spec()
-    save_spec(final, run / "final.safetensors")
-    norm = norms(snapshot(trainer.model.named_parameters()))[0]
-    result = TrainResult(run, config.steps, start or None, final_eval, norm, trainer.elapsed)
-    summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"
-    write_text_atomically(run / "summary.json", summary)
-    return result
+    return course.finish()
+
+
+class Course:
+    """A run's bookkeeping around its steps: held-out evaluations, checkpoints, metrics rows.
+
+    The loop here and the stacked group trainer (:mod:`satsim.training.group`) share it, so a
+    run trained either way leaves the same files.
+    """
+
+    def __init__(self, trainer: Trainer, start: int) -> None:
+        self.trainer, self.start = trainer, start
+        self.metrics = _Metrics(trainer.run / "metrics.jsonl", start)
+        self.clock = time.perf_counter() - trainer.elapsed
+        self.evaluation: dict[str, float] | None = None
+        self.turn: float | None = None
+
+    @classmethod
+    def open(cls, config: TrainConfig, run: Path, resume: bool, notice: Callable[[str], None],
+             on_start: Callable[[int], None] | None = None) -> Course:
+        """Build the run's trainer, restore its last checkpoint when resuming, save its config."""
+        if holds_run(run) and not resume:
+            raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
+        if config.data and not config.data_digest:  # fixed now: a changed folder is refused later
+            config = replace(config, data_digest=data_digest(config))
+        trainer = Trainer(config, run)
+        for note in trainer.data.notes:
+            notice(note)
+        start = (trainer.restore(notice) if resume else None) or 0
+        if start:
+            notice(f"resuming {run} from step {start}")
+        if on_start is not None:
+            on_start(start)
+        if start > config.steps:
+            raise SatsimError(f"{run} is already at step {start}, past --steps {config.steps}")
+        config.save(run / "config.json")
+        return cls(trainer, start)
+
+    def before(self, t: int) -> bool:
+        """Evaluate and checkpoint θ_t where due; return whether step t's row is logged."""
+        trainer, config = self.trainer, self.trainer.config
+        at_checkpoint = t % config.checkpoint_every == 0
+        self.evaluation = trainer.held_out() if at_checkpoint else None
+        self.turn = trainer.checkpoint_cosine(t) if at_checkpoint else None
+        if at_checkpoint and t > self.start or t == 0:
+            trainer.elapsed = time.perf_counter() - self.clock
+            trainer.checkpoint(t)
+        return at_checkpoint or t % config.log_every == 0 or t == config.steps - 1
+
+    def after(self, t: int, row: dict | None) -> None:
+        """Write step t's metrics row (with the evaluation made before it), if it has one."""
+        if row is None:
+            return
+        row["elapsed"] = time.perf_counter() - self.clock
+        if self.evaluation is not None:
+            row["eval"] = self.evaluation
+            row["checkpoint_cosine"] = self.turn
+        self.metrics.write(row)
+
+    def finish(self) -> TrainResult:
+        """Evaluate and save the final model, write summary.json (the run is then done)."""
+        trainer, config, run = self.trainer, self.trainer.config, self.trainer.run
+        final_eval = trainer.held_out()
+        trainer.elapsed = time.perf_counter() - self.clock
+        trainer.checkpoint(config.steps)
+        final = trainer.model.to_spec()
+        save_spec(final, run / "final.safetensors")
+        norm = norms(snapshot(trainer.model.named_parameters()))[0]
+        result = TrainResult(run, config.steps, self.start or None, final_eval, norm,
+                             trainer.elapsed)
+        summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"
+        write_text_atomically(run / "summary.json", summary)
+        return result

@@ -1,10 +1,12 @@
-"""The Ray engine of ``satsim sweep``: each planned run is a Ray task that calls ``run_one``.
+"""The Ray engine of ``satsim sweep``: each planned run (or stack) is a Ray task.
 
-The driver joins a cluster (``address``, else ``RAY_ADDRESS``, else a local one it starts) and
-submits one task per run with its CPUs and GPUs. Rows come back to the driver as runs finish;
-the runs themselves write under the same absolute ``--out`` path on whichever node they run.
-A task whose worker dies is retried by Ray (``max_retries``) and ``run_one`` resumes it from its
-last checkpoint in that folder (on another node only if ``--out`` is a shared filesystem).
+A run's task calls ``run_one``; with stacks, a task calls ``run_group`` on runs of one
+architecture. The driver joins a cluster (``address``, else ``RAY_ADDRESS``, else a local one it
+starts) and submits one task per run (or stack) with its CPUs and GPUs. Rows come back to the
+driver as runs finish; the runs themselves write under the same absolute ``--out`` path on
+whichever node they run. A task whose worker dies is retried by Ray (``max_retries``) and
+``run_one`` (or ``run_group``) resumes it from its last checkpoint in that folder (on another
+node only if ``--out`` is a shared filesystem).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import ray
 
 from satsim.errors import SatsimError, first_line
-from satsim.training.runs import failed_row, run_one
+from satsim.training.runs import failed_row, run_group, run_one
 
 RETRIES = 3
 """How many times Ray reruns a task whose worker died (the run then resumes from a checkpoint)."""
@@ -116,28 +118,58 @@ def _check_cpus(cpus_per_run: int) -> None:
                           f"{largest:g} CPUs; give at most {largest:g}")
 
 
-def _rows(todo: list[dict], root: Path, cpus_per_run: int, gpus_per_run: float | None,
-          max_retries: int, worker: Callable[..., dict]) -> Iterator[dict]:
-    """Submit a task per planned run; yield the rows as they finish."""
+def ray_group_rows(groups: list[list[dict]], root: Path, *, address: str | None = None,
+                   cpus_per_run: int = 1, gpus_per_run: float | None = None,
+                   max_retries: int = RETRIES,
+                   worker: Callable[..., list[dict]] = run_group) -> Iterator[dict]:
+    """Rows of planned stacks (runs of one architecture), one Ray task per stack, in any order.
+
+    Each task (``satsim-group-FIRST-of-N``) trains its stack with ``worker`` (default
+    :func:`run_group`) and gives every run's row; a task Ray gave up on gives each of its runs a
+    row with ``error``. As in :func:`ray_rows`, a retried task resumes its runs.
+    """
+    if not groups:
+        return
+    with session(address):
+        _check_cpus(cpus_per_run)
+        yield from _rows(groups, root, cpus_per_run, gpus_per_run, max_retries, worker,
+                         grouped=True)
+
+
+def _rows(todo: list, root: Path, cpus_per_run: int, gpus_per_run: float | None,
+          max_retries: int, worker: Callable, grouped: bool = False) -> Iterator[dict]:
+    """Submit a task per planned run (or per stack); yield the rows as they finish."""
     pending = {}
     try:
         remote = ray.remote(worker)
         pending = {
-            remote.options(num_cpus=cpus_per_run, num_gpus=gpus_for(planned, gpus_per_run),
-                           max_retries=max_retries, name=f"satsim-run-{planned['name']}")
-            .remote(planned, str(root), cpus_per_run): planned
-            for planned in todo}
+            remote.options(num_cpus=cpus_per_run,
+                           num_gpus=gpus_for(unit[0] if grouped else unit, gpus_per_run),
+                           max_retries=max_retries, name=_task_name(unit, grouped))
+            .remote(unit, str(root), cpus_per_run): unit
+            for unit in todo}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
-            planned = pending.pop(done[0])
+            unit = pending.pop(done[0])
+            members = unit if grouped else [unit]
             try:
-                yield ray.get(done[0])
+                found = ray.get(done[0])
+                yield from (found if grouped else [found])
             except ray.exceptions.RayTaskError as error:  # an internal error: keep its traceback
                 cause = error.cause
-                yield {**failed_row(planned, f"internal error: {type(cause).__name__}: {cause}"),
-                       "traceback": str(error)}
+                for planned in members:
+                    yield {**failed_row(planned, f"internal error: {type(cause).__name__}: "
+                                                 f"{cause}"), "traceback": str(error)}
             except ray.exceptions.RayError as error:
-                yield failed_row(planned, f"Ray gave up on it: {first_line(error)}")
+                for planned in members:
+                    yield failed_row(planned, f"Ray gave up on it: {first_line(error)}")
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)
+
+
+def _task_name(unit, grouped: bool) -> str:
+    """A Ray task's name: ``satsim-run-NAME``, or ``satsim-group-FIRST-of-N`` for a stack."""
+    if grouped:
+        return f"satsim-group-{unit[0]['name']}-of-{len(unit)}"
+    return f"satsim-run-{unit['name']}"

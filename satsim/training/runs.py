@@ -1,7 +1,8 @@
 """One run of a sweep: train it into its folder (or find it finished) and give its row.
 
 :func:`run_one` is a top-level function of plain arguments, so any engine that maps a function
-over inputs (a process pool, a Ray cluster) runs a sweep without change.
+over inputs (a process pool, a Ray cluster) runs a sweep without change; :func:`run_group` trains
+several planned runs of one architecture as one stack and gives their rows.
 """
 
 from __future__ import annotations
@@ -57,6 +58,22 @@ def failures_line(rows: list[dict], noun: str) -> str | None:
             f"); the first, {failed[0]['name']}: {failed[0]['error']}")
 
 
+def _pending(planned: dict, root: str) -> tuple[TrainConfig, Path, bool] | None:
+    """A planned run still to train: its config, folder and whether to resume (None: done).
+
+    A folder holding a run with other settings is refused (SatsimError).
+    """
+    run = Path(root) / "runs" / planned["name"]
+    if (run / "summary.json").exists():
+        return None
+    config = TrainConfig.from_dict(planned["settings"])
+    held = run / "config.json"
+    if held.exists() and canonical_settings(read_json(held)) != canonical_settings(
+            config.to_dict()):
+        raise SatsimError(f"{run} holds a run with other settings than the plan's")
+    return config, run, held.exists()
+
+
 def run_one(planned: dict, root: str, threads: int = 1) -> dict:
     """Train one planned run under ``root`` (skip if finished, resume if cut) and return its row.
 
@@ -68,15 +85,48 @@ def run_one(planned: dict, root: str, threads: int = 1) -> dict:
     import_torch(threads)
     from satsim.training.loop import train
 
-    run = Path(root) / "runs" / planned["name"]
     try:
-        if not (run / "summary.json").exists():
-            config = TrainConfig.from_dict(planned["settings"])
-            held = run / "config.json"
-            if held.exists() and canonical_settings(read_json(held)) != canonical_settings(
-                    config.to_dict()):
-                raise SatsimError(f"{run} holds a run with other settings than the plan's")
-            train(config, run, resume=held.exists())
-        return result_row(planned["name"], run)
+        pending = _pending(planned, root)
+        if pending is not None:
+            config, run, resume = pending
+            train(config, run, resume=resume)
+        return result_row(planned["name"], Path(root) / "runs" / planned["name"])
     except SatsimError as error:
         return failed_row(planned, first_line(error))
+
+
+def run_group(group: list[dict], root: str, threads: int = 1) -> list[dict]:
+    """Train planned runs of one architecture as one stack (see satsim.training.group); rows.
+
+    Each run is skipped if finished and resumed if cut, as :func:`run_one` does; a run that
+    fails for its own reasons gives its row with ``error`` and the others go on.
+    """
+    from satsim.torch_setup import import_torch
+
+    import_torch(threads)
+    from satsim.training.group import train_group
+
+    failed, todo = {}, []
+    for planned in group:
+        try:
+            pending = _pending(planned, root)
+        except SatsimError as error:
+            failed[planned["name"]] = failed_row(planned, first_line(error))
+            continue
+        if pending is not None:
+            todo.append((planned, *pending))
+    if todo:
+        results = train_group([config for _, config, _, _ in todo],
+                              [run for _, _, run, _ in todo],
+                              resume=[resume for _, _, _, resume in todo])
+        for (planned, *_), result in zip(todo, results):
+            if isinstance(result, SatsimError):
+                failed[planned["name"]] = failed_row(planned, first_line(result))
+    rows = []
+    for planned in group:
+        try:
+            rows.append(failed.get(planned["name"])
+                        or result_row(planned["name"], Path(root) / "runs" / planned["name"]))
+        except SatsimError as error:
+            rows.append(failed_row(planned, first_line(error)))
+    return rows

@@ -31,10 +31,12 @@ from satsim.training.budget import (
     training_bytes,
 )
 from satsim.training.config import TrainConfig
-from satsim.training.runs import canonical_settings, read_json, result_row, run_one
+from satsim.training.runs import canonical_settings, read_json, result_row, run_group, run_one
 
 Worker = Callable[..., dict]
 """What makes a planned run's row: ``worker(planned, root[, threads])``, top-level (picklable)."""
+GroupWorker = Callable[..., list[dict]]
+"""Trains planned runs as one stack, gives their rows: ``worker(group, root[, threads])``."""
 
 SHORT = {"lang": "", "task": "", "seed": "s", "lr": "lr", "optimizer": "", "weight_decay": "wd",
          "layers": "L", "d_model": "d", "heads": "h", "norm": "", "steps": "n"}
@@ -130,6 +132,45 @@ def _recorded(root: Path, name: str) -> dict | None:
     return read_json(path) if path.exists() else None
 
 
+def plan_groups(todo: list[dict], size: int, jobs: int = 1) -> list[list[dict]]:
+    """The planned runs in stacks of one :func:`~satsim.training.group.group_key`, plan order.
+
+    A stack holds at most ``size`` runs, and fewer where ``jobs`` stacks of its largest run's
+    :func:`~satsim.training.budget.training_bytes` each would not fit in the memory free now.
+    """
+    import languages
+    from satsim.engine.resources import available_memory
+    from satsim.training.group import group_key
+
+    keyed: dict[tuple, list[tuple[dict, float]]] = {}
+    for planned in todo:
+        config = TrainConfig.from_dict(planned["settings"])
+        alphabet = len(languages.get(config.lang).alphabet)
+        labels = 1 if config.task == "recognition" else alphabet + 1
+        keyed.setdefault(group_key(config, labels), []).append(
+            (planned, training_bytes(config, alphabet)))
+    groups = []
+    for members in keyed.values():
+        largest = max(needed for _, needed in members)
+        step = max(1, min(size, int(available_memory() // (largest * jobs))))
+        groups += [[planned for planned, _ in members[start:start + step]]
+                   for start in range(0, len(members), step)]
+    return groups
+
+
+def _local_group_rows(groups: list[list[dict]], root: Path, jobs: int,
+                      worker: GroupWorker) -> Iterator[dict]:
+    """Rows of the planned stacks as each stack finishes, here or in ``jobs`` processes."""
+    if jobs == 1:
+        for group in groups:
+            yield from worker(group, str(root))
+        return
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(worker, group, str(root)) for group in groups]
+        for future in as_completed(futures):
+            yield from future.result()
+
+
 def _local_rows(todo: list[dict], root: Path, jobs: int, worker: Worker = run_one
                 ) -> Iterator[dict]:
     """Rows of the planned runs as they finish, in this process or ``jobs`` processes."""
@@ -144,7 +185,8 @@ def _local_rows(todo: list[dict], root: Path, jobs: int, worker: Worker = run_on
 def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: str = "local",
               ray_options: dict | None = None,
               on_result: Callable[[dict], None] | None = None,
-              worker: Worker = run_one) -> list[dict]:
+              worker: Worker = run_one, group_size: int = 1,
+              group_worker: GroupWorker = run_group) -> list[dict]:
     """Run every planned config and write ROOT/results.jsonl; return the rows in plan order.
 
     The plan is checked against the folder first (:func:`check_plan`); runs with a recorded
@@ -152,7 +194,9 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
     (``ray_options`` as for :func:`satsim.training.ray_engine.ray_rows`). Each row is
     recorded and passed to ``on_result`` as its run finishes, in any order. ``worker`` makes a
     planned run's row (default :func:`run_one`; any top-level function with its arguments,
-    such as a benchmark's train-then-evaluate).
+    such as a benchmark's train-then-evaluate). With ``group_size`` above 1 the runs that share
+    an architecture train as stacks of up to that many (:func:`plan_groups`), each stack made
+    by ``group_worker`` (default :func:`run_group`).
     """
     root = Path(root).resolve()
     check_plan(configs, root)
@@ -167,11 +211,16 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
         _check_memory(todo, min(jobs, len(todo)), root)
     with ExitStack() as stack:
         if engine == "ray" and todo:  # joined before writing: a cluster not found leaves nothing
-            from satsim.training.ray_engine import ray_rows, session
+            from satsim.training.ray_engine import ray_group_rows, ray_rows, session
 
             options = dict(ray_options or {})
             stack.enter_context(session(options.pop("address", None)))
-            arriving = ray_rows(todo, root, worker=worker, **options)
+            arriving = (ray_group_rows(plan_groups(todo, group_size), root, worker=group_worker,
+                                       **options) if group_size > 1
+                        else ray_rows(todo, root, worker=worker, **options))
+        elif group_size > 1:
+            arriving = _local_group_rows(plan_groups(todo, group_size, jobs), root, jobs,
+                                         group_worker)
         else:
             arriving = _local_rows(todo, root, min(jobs, max(len(todo), 1)), worker)
         return _record_rows(configs, root, rows, arriving, on_result)
