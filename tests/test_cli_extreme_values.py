@@ -77,6 +77,8 @@ BASE: dict[tuple[str, ...], list[str]] = {
                  "--set", "batch_size=2", "--set", "d_model=4", "--set", "heads=1", "--set",
                  "d_head=2", "--set", "d_mlp=4", "--set", "layers=1", "--set", "split=satsim",
                  "--json"],
+    ("harden",): ["-o", "{out}.safetensors", "--lang", "aa-star", "-n", "2", "--bins", "0-4",
+                  "--json"],
     ("benchmark", "flare"): ["--out", "{out}", "--lang", "parity", "--trials", "1", "-n", "1",
                              "--set", "steps=2", "--set", "d_model=4", "--set", "heads=1",
                              "--set", "d_head=2", "--set", "d_mlp=4", "--json"],
@@ -87,6 +89,7 @@ own value."""
 ARGUMENTS: dict[tuple[str, ...], dict[str, str]] = {
     ("run",): {"strings": "()"}, ("trace",): {"string": "()"},
     ("verify",): {"path": "{tmp}/program.crasp"}, ("report",): {"run_dir": "{tmp}/run"},
+    ("harden",): {"model": str(Path(__file__).parent / "data" / "zoo" / "bce_aastar")},
 }
 """The arguments of each BASE line, by name (they follow the options)."""
 
@@ -274,6 +277,14 @@ def _check_rows(rows: list, count: int) -> None:
     assert len(rows) == count and not any("error" in row for row in rows), rows
 
 
+def _hardened(heads: int = 2):
+    """harden: a table of every head of the zoo model (aa-star: 2 heads) and the hybrid written."""
+    def check(stdout: str) -> None:
+        table = _json(stdout)
+        assert len(table["heads"]) == heads and Path(table["output"]).exists(), table
+    return check
+
+
 M = str(MAX_COUNT)
 VALID = {
     **{f"{name} {option}={value!r}": check for name, check in [
@@ -305,9 +316,11 @@ VALID = {
     "report --seed='0'": _field(("seed",), 0), f"report --seed={M!r}": _field(("seed",), MAX_COUNT),
     "report --soft-max-len='0'": _soft_scored(False),
     f"report --soft-max-len={M!r}": _soft_scored(True),
-    f"sweep --jobs={M!r}": lambda stdout: _check_rows(_lines(stdout), 1),
-    f"benchmark flare --jobs={M!r}": lambda stdout: _check_rows(
+    # --group-size beyond the runs: one stack of every run (the memory estimate caps it)
+    f"sweep --group-size={M!r}": lambda stdout: _check_rows(_lines(stdout), 1),
+    f"benchmark flare --group-size={M!r}": lambda stdout: _check_rows(
         [row for row in _lines(stdout) if row["kind"] == "model"], 1),
+    "harden --seed='0'": _hardened(), f"harden --seed={M!r}": _hardened(),
     "scan-snap --epsilon='1000000000000000.0'": _field(("epsilon",), float(HUGE)),
     "scan-snap --common='0'": _field(("common",), 0),
     "scan-snap --common-per-query='0'": _field(("common_per_query",), 0),

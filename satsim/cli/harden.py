@@ -9,7 +9,7 @@ import json
 
 import click
 
-from satsim.cli.options import NonEmptyPath, OutputPath, get_language, load_model
+from satsim.cli.options import NonEmptyPath, OutputPath, count, get_language, load_model
 from satsim.errors import SatsimError
 
 ZOO_BINS = "0-50,51-100,101-150"
@@ -57,9 +57,9 @@ def _print(result) -> None:
 @click.option("--lang", "lang_name", default=None,
               help="Draw each bin's strings from this language (default: random strings).")
 @click.option("--bins", default=ZOO_BINS, show_default=True, help="Length bins, low-high,...")
-@click.option("-n", "n", type=click.IntRange(1), default=40, show_default=True,
+@click.option("-n", "n", type=count(1), default=40, show_default=True,
               help="Strings per bin.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the tables as JSON.")
 def command(model: str, out: str, lang_name: str | None, bins: str, n: int, seed: int,
             as_json: bool) -> None:
@@ -73,12 +73,14 @@ def command(model: str, out: str, lang_name: str | None, bins: str, n: int, seed
 
     from satsim.analysis.evaluation import parse_bins
     from satsim.analysis.harden import harden
+    from satsim.analysis.strings import check_test_set_memory
     from satsim.model.io import save_spec
 
+    bin_list = parse_bins(bins)
+    check_test_set_memory(bin_list, n, "lower -n or the lengths of --bins")
     spec = load_model(None, model)
     if spec.fixed_kinds:
         raise SatsimError(f"{model} already fixes attention kinds per head; harden its soft model")
-    bin_list = parse_bins(bins)
     result = harden(spec, _strings(spec, lang_name, bin_list, n, seed), bin_list)
     save_spec(result.spec, out)
     if as_json:
