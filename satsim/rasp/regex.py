@@ -56,6 +56,8 @@ def parse_regex(text: str, alphabet: str | None = None) -> Regex:
         symbols = tuple(sorted(set(used)))
     else:
         symbols = tuple(dict.fromkeys(alphabet))
+        if not symbols:
+            raise SatsimError("the alphabet is empty; give its symbols, like --alphabet abc")
         for symbol, column in used.items():
             if symbol not in symbols:
                 raise SatsimError(f"column {column}: symbol {symbol!r} is not in the alphabet "

@@ -1,0 +1,142 @@
+"""Many regular expressions, one row each: decided, and compiled and checked where star-free.
+
+Each expression runs in a worker process that the batch kills when it passes the time or the
+memory bound (then the row says ``refused`` and why, and a fresh worker takes the next one);
+the structural bounds of :mod:`satsim.rasp.determinise` and :mod:`satsim.rasp.regular` refuse
+most pathological ones before that.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+
+from satsim.errors import SatsimError
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """What each expression gets: its alphabet, whether to compile, and the bounds."""
+
+    alphabet: str | None = None
+    compile: bool = False
+    max_len: int = 8  # the check of a compiled model: every string up to this length
+    max_states: int = 20_000
+    max_monoid: int = 1_000_000
+    timeout: float = 60.0  # seconds per expression
+    memory_mb: int = 2_048  # resident memory of the worker per expression
+
+
+def expression_row(text: str, settings: BatchSettings) -> dict:
+    """The row of one expression: sizes, star-freeness, witness, and the model and its check.
+
+    Computed in this process, within the structural bounds only.
+    """
+    from satsim.rasp import compile_program, model_summary, parse_program, verify
+    from satsim.rasp.regular import decide_user, dfa_program, regex_language
+
+    row: dict = {"expression": text}
+    try:
+        language = regex_language(text, settings.alphabet, settings.max_states)
+        verdict = decide_user(language, settings.max_monoid)
+        row.update(verdict.as_dict())
+        if settings.compile and verdict.star_free:
+            program = parse_program(dfa_program(language.dfa, text, verdict=verdict), "brasp",
+                                    "<expression>")
+            spec = compile_program(program, "regex")
+            summary = model_summary(spec)
+            row["model"] = {key: summary[key] for key in ("layers", "heads", "d_model")}
+            check = verify(spec, language.contains, language.alphabet, settings.max_len,
+                           long_count=0)
+            row["check"] = {"strings": check.exhaustive_strings,
+                            "max_len": check.exhaustive_max_len, "wrong": check.wrong,
+                            "first_wrong": check.first_wrong}
+    except SatsimError as error:
+        row["refused"] = str(error)
+    return row
+
+
+def _serve(connection, settings: dict) -> None:
+    """A worker: rows for the expressions it is sent, until it is sent None."""
+    bound = BatchSettings(**settings)
+    while (text := connection.recv()) is not None:
+        connection.send(expression_row(text, bound))
+
+
+def _resident_mb(pid: int) -> float:
+    """The resident memory of a process (Linux's /proc; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class _Worker:
+    """One worker process and its pipe, started on first use and again after a kill."""
+
+    def __init__(self, settings: BatchSettings) -> None:
+        self.settings = settings
+        self.process = None
+        self.connection = None
+
+    def row(self, text: str) -> dict:
+        """The expression's row, or a refusal when the worker passes a bound or dies."""
+        if self.process is None:
+            context = get_context("spawn")
+            self.connection, theirs = context.Pipe()
+            self.process = context.Process(target=_serve, args=(theirs, asdict(self.settings)),
+                                           daemon=True)
+            self.process.start()
+        self.connection.send(text)
+        started = time.monotonic()
+        while not self.connection.poll(0.05):
+            if not self.process.is_alive():
+                code = self.process.exitcode
+                self.stop(kill=False)
+                return {"expression": text, "refused": f"the worker died (exit code {code})"}
+            if time.monotonic() - started > self.settings.timeout:
+                self.stop()
+                return {"expression": text, "refused": f"took more than "
+                                                       f"{self.settings.timeout:g} s"}
+            if _resident_mb(self.process.pid) > self.settings.memory_mb:
+                self.stop()
+                return {"expression": text, "refused": f"needed more than "
+                                                       f"{self.settings.memory_mb:,} MiB"}
+        return self.connection.recv()
+
+    def stop(self, kill: bool = True) -> None:
+        """End the worker: killed (past a bound), or asked to finish."""
+        if self.process is None:
+            return
+        if kill:
+            self.process.kill()
+        else:
+            try:
+                self.connection.send(None)
+            except OSError:
+                pass
+        self.process.join()
+        self.connection.close()
+        self.process = self.connection = None
+
+
+def run_batch(expressions: Iterable[str], settings: BatchSettings) -> Iterator[dict]:
+    """One row per expression, in order, each with its ``seconds``."""
+    worker = _Worker(settings)
+    try:
+        for text in expressions:
+            started = time.monotonic()
+            row = worker.row(text)
+            yield {**row, "seconds": round(time.monotonic() - started, 3)}
+    finally:
+        worker.stop(kill=False)
+
+
+def read_expressions(lines: Iterable[str]) -> list[str]:
+    """The expressions of a file: one a line, blank lines and ``#`` comment lines skipped."""
+    return [line.rstrip("\r\n") for line in lines
+            if line.strip() and not line.lstrip().startswith("#")]
