@@ -104,13 +104,14 @@ def read_dfa(path: str | Path) -> DFA:
     return dfa_from_json(data, str(path))
 
 
-def dfa_from_graph(graph, start=None, label: str = "label") -> DFA:
+def dfa_from_graph(graph, start=None, label: str = "label",
+                   alphabet: Iterable | None = None) -> DFA:
     """A DFA from a networkx DiGraph or MultiDiGraph.
 
     Nodes are states; a node with a true ``accepting`` attribute accepts, and the start is
     ``start`` or the one node with a true ``start`` attribute. Each edge's ``label`` attribute
     (another name with ``label=``) is one symbol or a list or string of symbols; the alphabet
-    is every symbol on an edge.
+    is ``alphabet``, or else every symbol on an edge.
     """
     if start is None:
         starts = [node for node, flag in graph.nodes(data="start") if flag]
@@ -129,6 +130,7 @@ def dfa_from_graph(graph, start=None, label: str = "label") -> DFA:
                 raise SatsimError(f"state {source!r} has two edges on {symbol!r}: the graph "
                                   "is not deterministic")
             transitions[source][symbol] = target
-    alphabet = sorted({s for moves in transitions.values() for s in moves}, key=str)
+    if alphabet is None:
+        alphabet = sorted({s for moves in transitions.values() for s in moves}, key=str)
     accepting = [node for node, flag in graph.nodes(data="accepting") if flag]
     return complete_dfa(alphabet, start, accepting, transitions, list(graph.nodes), "the graph")

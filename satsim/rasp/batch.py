@@ -59,9 +59,15 @@ def expression_row(text: str, settings: BatchSettings) -> dict:
     return row
 
 
+STARTUP_SECONDS = 600.0
+"""A worker that is not ready within this long (imports, compiled kernels loaded) is an error."""
+
+
 def _serve(connection, settings: dict) -> None:
-    """A worker: rows for the expressions it is sent, until it is sent None."""
+    """A worker: ready once warm, then rows for the expressions it is sent, until None."""
     bound = BatchSettings(**settings)
+    expression_row("a", bound)  # the imports and, to compile, the simulator's kernels
+    connection.send("ready")
     while (text := connection.recv()) is not None:
         connection.send(expression_row(text, bound))
 
@@ -91,6 +97,8 @@ class _Worker:
             self.process = context.Process(target=_serve, args=(theirs, asdict(self.settings)),
                                            daemon=True)
             self.process.start()
+            if not self.connection.poll(STARTUP_SECONDS) or self.connection.recv() != "ready":
+                raise RuntimeError("the batch's worker did not start")
         self.connection.send(text)
         started = time.monotonic()
         while not self.connection.poll(0.05):
