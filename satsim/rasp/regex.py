@@ -190,7 +190,12 @@ def symbols_of(node: Node, alphabet: tuple[str, ...]) -> frozenset[str]:
 
 
 def _python(node: Node, alphabet: tuple[str, ...]) -> str:
-    """The node in Python ``re`` syntax, every operand in a non-capturing group."""
+    """The node in Python ``re`` syntax, every operand in a non-capturing group.
+
+    Stars are written in star normal form (Brüggemann-Klein 1993): the body of a star matches
+    no ε through a nested star, so ``(b*a*)*`` is written ``(?:b|a)*``; Python's backtracking
+    matcher would otherwise take exponential time on nested stars.
+    """
     kind = node[0]
     if kind in ("set", "not"):
         symbols = sorted(symbols_of(node, alphabet))
@@ -203,8 +208,40 @@ def _python(node: Node, alphabet: tuple[str, ...]) -> str:
     if kind == "cat":
         return "".join(f"(?:{_python(part, alphabet)})" for part in node[1])
     if kind == "alt":
-        return "|".join(f"(?:{_python(part, alphabet)})" for part in node[1])
-    return f"(?:{_python(node[1], alphabet)}){'*' if kind == 'star' else '?'}"
+        return "|".join(dict.fromkeys(f"(?:{_python(part, alphabet)})" for part in node[1]))
+    if kind == "opt":
+        return _python(node[1], alphabet) if _nullable(node[1]) else \
+            f"(?:{_python(node[1], alphabet)})?"
+    body = _without_empty(node[1])
+    return "(?:)" if body is None else f"(?:{_python(body, alphabet)})*"
+
+
+def _nullable(node: Node) -> bool:
+    """Whether the node matches the empty word."""
+    kind = node[0]
+    if kind in ("eps", "star", "opt"):
+        return True
+    if kind == "cat":
+        return all(map(_nullable, node[1]))
+    return kind == "alt" and any(map(_nullable, node[1]))
+
+
+def _without_empty(node: Node) -> Node | None:
+    """A node E° with (E°)* = E*, with no star or ? on top (None: E* is ε)."""
+    kind = node[0]
+    if kind in ("star", "opt"):
+        return _without_empty(node[1])
+    if kind == "eps":
+        return None
+    if kind == "alt" or (kind == "cat" and all(map(_nullable, node[1]))):
+        parts: dict[Node, None] = {}  # flattened, each once, single symbols in one class
+        for part in map(_without_empty, node[1]):
+            for inner in () if part is None else part[1] if part[0] == "alt" else (part,):
+                parts[inner] = None
+        symbols = frozenset().union(*(p[1] for p in parts if p[0] == "set"))
+        merged = [p for p in parts if p[0] != "set"] + ([("set", symbols)] if symbols else [])
+        return None if not merged else merged[0] if len(merged) == 1 else ("alt", tuple(merged))
+    return node
 
 
 def _shown(text: str) -> str:
