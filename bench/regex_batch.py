@@ -8,7 +8,7 @@ star-free one compiled and checked against Python re on all 9,841 strings of len
 writes bench/results/regex_batch.json with the counts, the wall time, the slowest expressions
 and `uptime` before and after (other jobs share the machine).
 
-    python bench/regex_batch.py [--count 1000] [--max-leaves 12] [--star 0.3] [--seed 0]
+    python bench/regex_batch.py [--count 1000] [--max-leaves 12] [--star 0.3] [--seed 0] [--jobs 1]
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--max-leaves", type=int, default=12)
     parser.add_argument("--star", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(args.seed)
     expressions = [random_expression(rng, rng.randint(2, args.max_leaves), args.star)[0]
@@ -62,7 +63,8 @@ def main() -> None:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "satsim", "decide", "--regex-file",
                            str(listing), "--alphabet", "abc", "--compile", "--max-len", "8",
-                           "--json"], capture_output=True, text=True, check=True)
+                           "--json", "--jobs", str(args.jobs)],
+                          capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
     after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     rows = [json.loads(line) for line in done.stdout.splitlines()]

@@ -86,7 +86,8 @@ def command(program_path, lang_name, regex, dfa_path, alphabet, out_path, progra
         from satsim.rasp import verify
         from satsim.rasp.verify import language_samples
 
-        samples = [] if own is not None else language_samples(language, long_count, long_len)
+        samples = own.samples(long_count, long_len) if own is not None else \
+            language_samples(language, long_count, long_len)
         check = verify(spec, language.contains, language.alphabet, max_len, long_count,
                        long_len, extra=samples)
         info["verification"] = check.as_dict()

@@ -57,10 +57,12 @@ def user_language(regex: str | None, dfa_path: str | None, alphabet: str | None)
                                       "refused.")
 @click.option("--memory", "memory_mb", type=count(1), default=2048, show_default=True,
               help="With --regex-file: MiB of memory per expression before it is refused.")
+@click.option("--jobs", type=count(1), default=1, show_default=True,
+              help="With --regex-file: expressions decided at once (one worker process each).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (a list for the suite; a line each for --regex-file).")
 def command(lang_name, regex, dfa_path, alphabet, regex_file, compile_models, max_len, timeout,
-            memory_mb, as_json) -> None:
+            memory_mb, jobs, as_json) -> None:
     """Decide star-freeness: whether the transition monoid of the minimal DFA is aperiodic.
 
     Star-free languages are exactly those of masked hard-attention transformers and B-RASP
@@ -80,7 +82,7 @@ def command(lang_name, regex, dfa_path, alphabet, regex_file, compile_models, ma
         raise SatsimError("--compile goes with --regex-file (satsim compile --regex compiles "
                           "one)")
     if regex_file is not None:
-        _batch(regex_file, alphabet, compile_models, max_len, timeout, memory_mb, as_json)
+        _batch(regex_file, alphabet, compile_models, max_len, timeout, memory_mb, jobs, as_json)
         return
     language = user_language(regex, dfa_path, alphabet)
     if language is not None:
@@ -103,7 +105,7 @@ def command(lang_name, regex, dfa_path, alphabet, regex_file, compile_models, ma
     click.echo(json.dumps(rows) if as_json else _table(rows))
 
 
-def _batch(lines, alphabet, compile_models, max_len, timeout, memory_mb, as_json) -> None:
+def _batch(lines, alphabet, compile_models, max_len, timeout, memory_mb, jobs, as_json) -> None:
     """One row per expression of the file, progress on standard error."""
     from satsim.errors import SatsimError
     from satsim.rasp.batch import BatchSettings, read_expressions, run_batch
@@ -117,7 +119,7 @@ def _batch(lines, alphabet, compile_models, max_len, timeout, memory_mb, as_json
     if not as_json:
         click.echo(f"{'star-free':<9}  {'DFA':>5}  {'monoid':>8}  {'model':<14}  "
                    f"{'check':<14}  expression / witness / refusal")
-    for index, row in enumerate(run_batch(expressions, settings), 1):
+    for index, row in enumerate(run_batch(expressions, settings, jobs), 1):
         counts["refused" if "refused" in row else
                "star-free" if row["star_free"] else "not star-free"] += 1
         counts["wrong"] += bool(row.get("check", {}).get("wrong"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
@@ -82,39 +83,62 @@ def _resident_mb(pid: int) -> float:
 
 
 class _Worker:
-    """One worker process and its pipe, started on first use and again after a kill."""
+    """One worker process and its pipe: started, then idle or busy with one expression."""
 
     def __init__(self, settings: BatchSettings) -> None:
         self.settings = settings
-        self.process = None
-        self.connection = None
+        self.process = self.connection = None
+        self.ready = False
+        self.task: tuple[int, str] | None = None  # the expression it works on, by index
+        self.since = 0.0
 
-    def row(self, text: str) -> dict:
-        """The expression's row, or a refusal when the worker passes a bound or dies."""
+    def start(self) -> None:
+        """Start the process (it says when it is ready)."""
+        context = get_context("spawn")
+        self.connection, theirs = context.Pipe()
+        self.process = context.Process(target=_serve, args=(theirs, asdict(self.settings)),
+                                       daemon=True)
+        self.process.start()
+        self.ready, self.since = False, time.monotonic()
+
+    def idle(self) -> bool:
+        """Whether it can take an expression now (starting it if it is not running)."""
         if self.process is None:
-            context = get_context("spawn")
-            self.connection, theirs = context.Pipe()
-            self.process = context.Process(target=_serve, args=(theirs, asdict(self.settings)),
-                                           daemon=True)
-            self.process.start()
-            if not self.connection.poll(STARTUP_SECONDS) or self.connection.recv() != "ready":
+            self.start()
+        if not self.ready and self.connection.poll():
+            if self.connection.recv() != "ready":
                 raise RuntimeError("the batch's worker did not start")
+            self.ready = True
+        if not self.ready and time.monotonic() - self.since > STARTUP_SECONDS:
+            raise RuntimeError(f"the batch's worker was not ready in {STARTUP_SECONDS:g} s")
+        return self.ready and self.task is None
+
+    def submit(self, index: int, text: str) -> None:
+        """Give it an expression."""
         self.connection.send(text)
-        started = time.monotonic()
-        while not self.connection.poll(0.05):
-            if not self.process.is_alive():
-                code = self.process.exitcode
-                self.stop(kill=False)
-                return {"expression": text, "refused": f"the worker died (exit code {code})"}
-            if time.monotonic() - started > self.settings.timeout:
-                self.stop()
-                return {"expression": text, "refused": f"took more than "
-                                                       f"{self.settings.timeout:g} s"}
-            if _resident_mb(self.process.pid) > self.settings.memory_mb:
-                self.stop()
-                return {"expression": text, "refused": f"needed more than "
-                                                       f"{self.settings.memory_mb:,} MiB"}
-        return self.connection.recv()
+        self.task, self.since = (index, text), time.monotonic()
+
+    def result(self) -> tuple[int, dict] | None:
+        """The finished expression's index and row, a refusal past a bound, or None (busy)."""
+        index, text = self.task
+        seconds = round(time.monotonic() - self.since, 3)
+        if self.connection.poll():
+            row = self.connection.recv()
+        elif not self.process.is_alive():
+            code = self.process.exitcode
+            self.stop(kill=False)
+            row = {"expression": text, "refused": f"the worker died (exit code {code})"}
+        elif seconds > self.settings.timeout:
+            self.stop()
+            row = {"expression": text, "refused": f"took more than {self.settings.timeout:g} s"}
+        elif _resident_mb(self.process.pid) > self.settings.memory_mb:
+            self.stop()
+            row = {"expression": text,
+                   "refused": f"needed more than {self.settings.memory_mb:,} MiB"}
+        else:
+            return None
+        self.task = None
+        return index, {**row, "seconds": seconds}
 
     def stop(self, kill: bool = True) -> None:
         """End the worker: killed (past a bound), or asked to finish."""
@@ -132,16 +156,28 @@ class _Worker:
         self.process = self.connection = None
 
 
-def run_batch(expressions: Iterable[str], settings: BatchSettings) -> Iterator[dict]:
-    """One row per expression, in order, each with its ``seconds``."""
-    worker = _Worker(settings)
+def run_batch(expressions: Iterable[str], settings: BatchSettings, jobs: int = 1
+              ) -> Iterator[dict]:
+    """One row per expression, in order, each with its ``seconds``; ``jobs`` workers at once."""
+    from multiprocessing.connection import wait
+
+    waiting = deque(enumerate(expressions))
+    total = len(waiting)
+    workers = [_Worker(settings) for _ in range(max(1, min(jobs, total)))]
+    done: dict[int, dict] = {}
     try:
-        for text in expressions:
-            started = time.monotonic()
-            row = worker.row(text)
-            yield {**row, "seconds": round(time.monotonic() - started, 3)}
+        for index in range(total):
+            while index not in done:
+                for worker in workers:
+                    if worker.task is None and waiting and worker.idle():
+                        worker.submit(*waiting.popleft())
+                    elif worker.task is not None and (finished := worker.result()):
+                        done[finished[0]] = finished[1]
+                wait([w.connection for w in workers if w.connection is not None], 0.05)
+            yield done.pop(index)
     finally:
-        worker.stop(kill=False)
+        for worker in workers:
+            worker.stop(kill=worker.task is not None)
 
 
 def read_expressions(lines: Iterable[str]) -> list[str]:

@@ -44,6 +44,28 @@ class UserLanguage:
         """The symbols, in order."""
         return self.dfa.alphabet
 
+    def samples(self, count: int, max_len: int, seed: int = 0) -> list[str]:
+        """Long strings for a check: positives and one-edit negatives of the minimal DFA.
+
+        Of max_len/2 to max_len symbols, half each (none of a kind the language has not got);
+        only strings: the check labels them with the language's own matcher.
+        """
+        from languages.base import LanguageError
+        from languages.regular import dfa_graph
+
+        dfa = self.dfa
+        graph = dfa_graph(dfa.alphabet, dfa.start,
+                          lambda q, symbol: dfa.delta[q][dfa.alphabet.index(symbol)],
+                          lambda q: q in dfa.accepting)
+        sampler = RegularLanguage(self.name, graph, self.name)
+        found = []
+        for draw in (sampler.sample_positive, sampler.sample_negative):
+            try:
+                found += draw(max(count // 2, 1), max_len // 2, max_len, seed=seed)
+            except LanguageError:
+                pass
+        return found
+
 
 def regex_language(text: str, alphabet: str | None = None, max_states: int = MAX_STATES,
                    max_work: int = MAX_WORK) -> UserLanguage:
