@@ -213,6 +213,15 @@ def test_a_star_free_expression_compiles_into_a_model_that_is_the_expression():
     assert check.ok and check.exhaustive_strings == len(WORDS8), check.summary()
 
 
+def test_quotes_and_backslashes_are_symbols_of_the_program_too_and_spaces_are_refused():
+    language = regex_language(r'a"\\b*')
+    assert language.alphabet == ('"', "\\", "a", "b")
+    spec = compile_program(parse_program(dfa_program(language.dfa, "q"), "brasp", "q"))
+    assert verify(spec, language.contains, language.alphabet, max_len=5, long_count=0).ok
+    with pytest.raises(SatsimError, match="symbol ' ' is not a visible character"):
+        dfa_program(regex_language(r"a\ b").dfa, "s")
+
+
 def test_an_expression_that_is_not_star_free_is_refused_with_its_witness():
     with pytest.raises(SatsimError, match=r"x is not star-free.*the word 'a' .*period 6"):
         dfa_program(regex_language("(aaa)*b+(aa)*").dfa, "x")

@@ -100,6 +100,10 @@ def dfa_program(dfa: DFA, name: str, description: str = "",
     Refused, with the witness, for a language that is not star-free.
     """
     check_cascade_size(dfa)
+    for symbol in dfa.alphabet:
+        if not symbol.isprintable() or symbol.isspace():
+            raise SatsimError(f"{name}: the symbol {symbol!r} is not a visible character, which "
+                              "B-RASP programs need (deciding star-freeness takes any symbol)")
     verdict = verdict or decide(dfa)
     if not verdict.star_free:
         raise SatsimError(f"{name} is not star-free, so no B-RASP program (no masked "
