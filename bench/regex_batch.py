@@ -3,10 +3,11 @@
 Draws ``--count`` random expressions over a, b, c (seeded): a random binary tree of 2 to
 ``--max-leaves`` symbols, each inner node a concatenation or a union (written ``+``), a star on
 any subexpression with probability ``--star``. Writes them to bench/results/regex_batch.txt,
-then times the command (one process, as a user runs it: every expression decided, every
+then times the command (as a user runs it, with ``--jobs`` workers: every expression decided, every
 star-free one compiled and checked against Python re on all 9,841 strings of length 0-8) and
-writes bench/results/regex_batch.json with the counts, the wall time, the slowest expressions
-and `uptime` before and after (other jobs share the machine).
+writes bench/results/regex_batch.json with the counts, the wall time, the CPU time of the
+command and its workers, the slowest expressions and `uptime` before and after (other jobs
+share the machine).
 
     python bench/regex_batch.py [--count 1000] [--max-leaves 12] [--star 0.3] [--seed 0] [--jobs 1]
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import subprocess
 import sys
 import time
@@ -66,6 +68,7 @@ def main() -> None:
                            "--json", "--jobs", str(args.jobs)],
                           capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command and its workers
     after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     star_free = [r for r in rows if r.get("star_free")]
@@ -77,7 +80,8 @@ def main() -> None:
                     if "refused" in r],
         "star_free_compiled_and_checked_to_length_8": len(checked),
         "wrong": sum(r["check"]["wrong"] > 0 for r in checked),
-        "wall_seconds": round(wall, 1),
+        "wall_seconds": round(wall, 1), "jobs": args.jobs,
+        "cpu_seconds": round(used.ru_utime + used.ru_stime, 1),
         "largest_model": max((r["model"] for r in star_free if "model" in r),
                              key=lambda m: m["d_model"], default=None),
         "slowest": sorted(({"expression": r["expression"], "seconds": r["seconds"]}

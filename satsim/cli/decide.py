@@ -53,8 +53,8 @@ def user_language(regex: str | None, dfa_path: str | None, alphabet: str | None)
 @click.option("--max-len", type=count(), default=8, show_default=True,
               help="With --compile: the length the check reaches.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="With --regex-file: seconds per expression before it is "
-                                      "refused.")
+              show_default=True, help="With --regex-file: CPU seconds per expression before "
+                                      "it is refused (or ten times as many of wall time).")
 @click.option("--memory", "memory_mb", type=count(1), default=2048, show_default=True,
               help="With --regex-file: MiB of memory per expression before it is refused.")
 @click.option("--jobs", type=count(1), default=1, show_default=True,

@@ -27,7 +27,7 @@ class BatchSettings:
     max_len: int = 8  # the check of a compiled model: every string up to this length
     max_states: int = 20_000
     max_monoid: int = 1_000_000
-    timeout: float = 60.0  # seconds per expression
+    timeout: float = 60.0  # CPU seconds per expression (and ten times as many of wall time)
     memory_mb: int = 2_048  # resident memory of the worker per expression
 
 
@@ -82,6 +82,16 @@ def _resident_mb(pid: int) -> float:
         return 0.0
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time a process has used (Linux's /proc; None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class _Worker:
     """One worker process and its pipe: started, then idle or busy with one expression."""
 
@@ -91,6 +101,7 @@ class _Worker:
         self.ready = False
         self.task: tuple[int, str] | None = None  # the expression it works on, by index
         self.since = 0.0
+        self.cpu_since: float | None = None
 
     def start(self) -> None:
         """Start the process (it says when it is ready)."""
@@ -117,6 +128,7 @@ class _Worker:
         """Give it an expression."""
         self.connection.send(text)
         self.task, self.since = (index, text), time.monotonic()
+        self.cpu_since = _cpu_seconds(self.process.pid)
 
     def result(self) -> tuple[int, dict] | None:
         """The finished expression's index and row, a refusal past a bound, or None (busy)."""
@@ -128,9 +140,12 @@ class _Worker:
             code = self.process.exitcode
             self.stop(kill=False)
             row = {"expression": text, "refused": f"the worker died (exit code {code})"}
-        elif seconds > self.settings.timeout:
+        elif self._cpu(seconds) > self.settings.timeout or seconds > 10 * self.settings.timeout:
             self.stop()
-            row = {"expression": text, "refused": f"took more than {self.settings.timeout:g} s"}
+            row = {"expression": text,
+                   "refused": f"took more than {self.settings.timeout:g} s of CPU time"
+                   if seconds <= 10 * self.settings.timeout else
+                   f"took more than {10 * self.settings.timeout:g} s"}
         elif _resident_mb(self.process.pid) > self.settings.memory_mb:
             self.stop()
             row = {"expression": text,
@@ -139,6 +154,11 @@ class _Worker:
             return None
         self.task = None
         return index, {**row, "seconds": seconds}
+
+    def _cpu(self, wall: float) -> float:
+        """The CPU seconds of the current expression (its wall seconds without /proc)."""
+        now = _cpu_seconds(self.process.pid)
+        return wall if now is None or self.cpu_since is None else now - self.cpu_since
 
     def stop(self, kill: bool = True) -> None:
         """End the worker: killed (past a bound), or asked to finish."""
