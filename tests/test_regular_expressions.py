@@ -286,6 +286,7 @@ def test_the_command_line(tmp_path):
                           "--max-len", "6", "--long", "3", "--json")
     info = json.loads(compiled.stdout)
     assert info["verification"]["ok"] and info["verification"]["exhaustive_strings"] == 1093
+    assert info["verification"]["long_accepted"] >= 1  # the positives sampled from the DFA
     assert out.stat().st_size > 0
     automaton = tmp_path / "even.json"
     automaton.write_text(json.dumps({"alphabet": "a", "start": 0, "accepting": [0],
@@ -298,6 +299,7 @@ def test_the_command_line(tmp_path):
     assert "[2/2]" in batch.stderr
     for args, message in [
             (["decide", "--regex", "a+"], "column 3: a union ('+' or '|') has nothing"),
+            (["decide", "--regex", "(a+b)*a" + "(a+b)" * 20], "exponential blow-up"),
             (["decide", "--dfa", str(automaton)], None),
             (["compile", "--dfa", str(automaton)], "even.json is not star-free"),
             (["compile", "--regex", "(aa)*"], "(aa)* is not star-free"),
