@@ -193,7 +193,9 @@ def run_batch(expressions: Iterable[str], settings: BatchSettings, jobs: int = 1
                         worker.submit(*waiting.popleft())
                     elif worker.task is not None and (finished := worker.result()):
                         done[finished[0]] = finished[1]
-                wait([w.connection for w in workers if w.connection is not None], 0.05)
+                # a worker's "ready" is read only while expressions wait for it
+                wait([w.connection for w in workers if w.task is not None
+                      or (waiting and w.connection is not None)], 0.05)
             yield done.pop(index)
     finally:
         for worker in workers:
