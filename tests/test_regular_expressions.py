@@ -191,6 +191,20 @@ def test_a_networkx_graph_with_symbol_lists_on_edges_and_a_start_attribute():
         dfa_from_graph(many, 0)
 
 
+def test_the_suites_own_graphs_read_as_networkx_automata_decide_as_the_suite_does():
+    import languages
+    from satsim.rasp import decide_language
+    from satsim.rasp.regular import UserLanguage
+
+    for name in ["tomita3", "tomita4", "first", "even-pairs"]:
+        graph = languages.get(name).graph  # edges keyed by symbol, "accept", graph["start"]
+        dfa = dfa_from_graph(graph)
+        for word in words(dfa.alphabet, 6):
+            assert dfa.accepts(word) == languages.get(name).contains(word)
+        mine = decide_user(UserLanguage(name, dfa_minimised(dfa), dfa.accepts))
+        assert mine == decide_language(name)
+
+
 @pytest.mark.parametrize("data, message", [
     ({"alphabet": "ab", "start": 0, "accepting": []}, "missing transitions"),
     ({"alphabet": ["ab"], "start": 0, "accepting": [], "transitions": {}}, "not one character"),

@@ -45,7 +45,7 @@ def complete_dfa(alphabet: Iterable, start, accepting: Iterable,
             if str(symbol) not in symbols:
                 raise SatsimError(f"{where}: state {state!r} reads {symbol!r}, which is not in "
                                   f"the alphabet {''.join(symbols)!r}")
-            if not isinstance(target, str | int):
+            if isinstance(target, list | dict | set):
                 raise SatsimError(f"{where}: state {state!r} on {symbol!r} goes to {target!r}, "
                                   "not one state (a DFA is deterministic)")
             number.setdefault(str(target), len(number))
@@ -108,11 +108,15 @@ def dfa_from_graph(graph, start=None, label: str = "label",
                    alphabet: Iterable | None = None) -> DFA:
     """A DFA from a networkx DiGraph or MultiDiGraph.
 
-    Nodes are states; a node with a true ``accepting`` attribute accepts, and the start is
-    ``start`` or the one node with a true ``start`` attribute. Each edge's ``label`` attribute
-    (another name with ``label=``) is one symbol or a list or string of symbols; the alphabet
-    is ``alphabet``, or else every symbol on an edge.
+    Nodes are states; a node with a true ``accepting`` (or ``accept``) attribute accepts, and
+    the start is ``start``, the graph's ``start`` attribute, or the one node with a true
+    ``start`` attribute. Each edge's ``label`` attribute (another name with ``label=``) is one
+    symbol or a list or string of symbols; an edge of a MultiDiGraph without one is labelled by
+    its key (the suite's graphs, :func:`languages.regular.dfa_graph`). The alphabet is
+    ``alphabet``, the graph's ``alphabet`` attribute, or else every symbol on an edge.
     """
+    start = graph.graph.get("start") if start is None else start
+    alphabet = graph.graph.get("alphabet") if alphabet is None else alphabet
     if start is None:
         starts = [node for node, flag in graph.nodes(data="start") if flag]
         if len(starts) != 1:
@@ -122,7 +126,10 @@ def dfa_from_graph(graph, start=None, label: str = "label",
     elif start not in graph:
         raise SatsimError(f"the start {start!r} is not a node of the graph")
     transitions: dict = {node: {} for node in graph.nodes}
-    for source, target, symbols in graph.edges(data=label):
+    edges = graph.edges(keys=True, data=label) if graph.is_multigraph() else \
+        ((u, v, None, symbols) for u, v, symbols in graph.edges(data=label))
+    for source, target, key, symbols in edges:
+        symbols = key if symbols is None and isinstance(key, str) else symbols
         if symbols is None:
             raise SatsimError(f"the edge {source!r} -> {target!r} has no {label!r} attribute")
         for symbol in [symbols] if isinstance(symbols, str) and len(symbols) <= 1 else symbols:
@@ -132,5 +139,6 @@ def dfa_from_graph(graph, start=None, label: str = "label",
             transitions[source][symbol] = target
     if alphabet is None:
         alphabet = sorted({s for moves in transitions.values() for s in moves}, key=str)
-    accepting = [node for node, flag in graph.nodes(data="accepting") if flag]
+    accepting = [node for node, data in graph.nodes(data=True)
+                 if data.get("accepting") or data.get("accept")]
     return complete_dfa(alphabet, start, accepting, transitions, list(graph.nodes), "the graph")
