@@ -83,7 +83,7 @@ def test_cli_errors_are_one_line(tmp_path):
     for args, message in [(["compile", str(bad)], "bad.crasp:2:10: accept must be a Boolean"),
                           (["compile", str(tmp_path / "x.txt")], "ends in .crasp or .brasp"),
                           (["compile", "--lang", "parity-even"], "parity-even is not star-free"),
-                          (["compile"], "give a program FILE or --lang L"),
+                          (["compile"], "give a program FILE, --lang L, --regex R or --dfa FILE"),
                           (["decide", "--lang", "dyck1"], "not regular as the suite gives it")]:
         result = run_cli(*args)
         assert result.returncode == 2, (args, result.stderr)

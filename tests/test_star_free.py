@@ -314,7 +314,7 @@ def test_the_compiled_sizes_in_docs_rasp_are_the_compilers():
     """The star-free and nesting-program tables of docs/rasp.md, against models compiled now."""
     from pathlib import Path
 
-    from satsim.cli.compile import model_summary
+    from satsim.rasp import model_summary
     from satsim.rasp.holonomy import cascade
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "rasp.md").read_text()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from satsim.cli.decide import regular_options, user_language
 from satsim.cli.options import NonEmptyPath, OutputPath, count
 from satsim.cli.progress import every_so_often
 
@@ -17,15 +18,6 @@ def same_file(first: str | Path, second: str | Path) -> bool:
     if first.exists() and second.exists():
         return first.samefile(second)
     return first.resolve() == second.resolve()
-
-
-def model_summary(spec) -> dict:
-    """Layers, heads, width and the exactness bound of a compiled model."""
-    heads = [b.attn.n_heads if b.attn is not None else 0 for b in spec.blocks]
-    masks = sorted({m for b in spec.blocks if b.attn is not None for m in b.attn.head_masks})
-    return {"name": spec.name, "layers": spec.n_layers, "heads": sum(heads),
-            "heads_per_layer": heads, "masks": masks, "d_model": spec.d_model,
-            "max_tokens": spec.max_tokens}
 
 
 def summary_line(info: dict) -> str:
@@ -41,45 +33,62 @@ def summary_line(info: dict) -> str:
 @click.option("--lang", "lang_name", default=None,
               help="Instead of FILE: a star-free regular language of the suite, compiled "
                    "through a B-RASP program (its minimal DFA's holonomy cascade).")
+@regular_options
 @click.option("-o", "--out", "out_path", type=OutputPath(), default=None,
               help="Write the model here (.safetensors; it carries the program).")
 @click.option("--program-out", "program_out", type=OutputPath(), default=None,
-              help="With --lang: also write the B-RASP program here.")
+              help="With --lang, --regex or --dfa: also write the B-RASP program here.")
 @click.option("--max-len", type=count(), default=10, show_default=True,
-              help="With --lang: check every string up to this length against the oracle.")
+              help="With --lang, --regex or --dfa: check every string up to this length against "
+                   "the oracle (an expression's: Python re; an automaton's: itself as given).")
 @click.option("--long", "long_count", type=count(), default=10, show_default=True,
-              help="With --lang: and this many random strings, and as many of the language's "
-                   "samples (positives and hard negatives) ...")
+              help="With --lang, --regex or --dfa: and this many random strings (and for --lang "
+                   "as many of the language's samples: positives and hard negatives) ...")
 @click.option("--long-len", type=count(1), default=10_000, show_default=True,
               help="... of up to this many symbols.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(program_path, lang_name, out_path, program_out, max_len, long_count, long_len,
-            as_json) -> None:
+def command(program_path, lang_name, regex, dfa_path, alphabet, out_path, program_out, max_len,
+            long_count, long_len, as_json) -> None:
     """Compile a program FILE (.crasp, .brasp) or a language into a saturated transformer.
 
     The model is exact at every length up to its stated bound and refuses longer inputs. With
-    --lang, the language must be star-free (else the refusal names the witness), and the model
-    is checked against the language's oracle.
+    --lang, --regex or --dfa, the language must be star-free (else the refusal names the
+    witness), and the model is checked against the language's oracle.
     """
     from satsim.errors import SatsimError
     from satsim.model.io import save_spec
     from satsim.output import write_text_atomically
-    from satsim.rasp import compile_program, parse_program, read_program, star_free_program
+    from satsim.rasp import (
+        compile_program,
+        model_summary,
+        parse_program,
+        read_program,
+        star_free_program,
+    )
+    from satsim.rasp.regular import dfa_program
+    from satsim.rasp.verify import check_long_strings
 
-    if (program_path is None) == (lang_name is None):
-        raise SatsimError("give a program FILE or --lang L (one of them)")
-    if program_out is not None and lang_name is None:
-        raise SatsimError("--program-out goes with --lang (FILE already is the program)")
+    given = [value for value in (program_path, lang_name, regex, dfa_path) if value is not None]
+    if len(given) != 1:
+        raise SatsimError("give a program FILE, --lang L, --regex R or --dfa FILE (one of them)")
+    if program_out is not None and program_path is not None:
+        raise SatsimError("--program-out goes with --lang, --regex or --dfa (FILE already is "
+                          "the program)")
     if out_path is not None and program_path is not None and same_file(out_path, program_path):
         raise SatsimError(f"-o {out_path} is the program FILE itself; write the model to "
                           "another file (e.g. one ending in .safetensors)")
     if out_path is not None and program_out is not None and same_file(out_path, program_out):
         raise SatsimError(f"-o and --program-out name one file ({out_path}); give two files")
-    if lang_name is not None:
-        import languages
-        from satsim.rasp.verify import check_long_strings
-
+    if program_path is None:
         check_long_strings(long_count, long_len, samples=True)
+    own = user_language(regex, dfa_path, alphabet)
+    if own is not None:
+        lang_name, language = own.name, own
+        text = dfa_program(own.dfa, own.name)
+        program = parse_program(text, "brasp", f"<{lang_name}>")
+        name = "regex" if regex is not None else Path(dfa_path).stem
+    elif lang_name is not None:
+        import languages
 
         language = languages.get(lang_name)
         text = star_free_program(lang_name)
@@ -95,9 +104,10 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
         from satsim.rasp import verify
         from satsim.rasp.verify import language_samples
 
+        samples = own.samples(long_count, long_len) if own is not None else \
+            language_samples(language, long_count, long_len)
         check = verify(spec, language.contains, language.alphabet, max_len, long_count,
-                       long_len, extra=language_samples(language, long_count, long_len),
-                       progress=every_so_often("long strings checked"))
+                       long_len, extra=samples, progress=every_so_often("long strings checked"))
         info["verification"] = check.as_dict()
         if not check.ok:  # a bug of the compiler: keep the traceback, write nothing
             raise RuntimeError(f"the compiled model of {lang_name} disagrees with its oracle "

@@ -31,8 +31,8 @@ from satsim.rasp.syntax import Program
 from satsim.rasp.verify import Verification, verify
 
 __all__ = ["Program", "ProgramError", "Verification", "compile_program", "decide_language",
-           "holonomy_program", "interpreter", "parse_program", "program_of", "read_program",
-           "regular_names", "star_free_program", "verify"]
+           "holonomy_program", "interpreter", "model_summary", "parse_program", "program_of",
+           "read_program", "regular_names", "star_free_program", "verify"]
 
 
 def interpreter(program: Program) -> Callable[[str], bool]:
@@ -45,6 +45,15 @@ def compile_program(program: Program, name: str | None = None) -> ModelSpec:
     """The saturated transformer of a program; the model carries the program's text."""
     compile_one = compile_crasp if program.language == "crasp" else compile_brasp
     return compile_one(program, name or program.language)
+
+
+def model_summary(spec: ModelSpec) -> dict:
+    """Layers, heads, width and the exactness bound of a compiled model."""
+    heads = [b.attn.n_heads if b.attn is not None else 0 for b in spec.blocks]
+    masks = sorted({m for b in spec.blocks if b.attn is not None for m in b.attn.head_masks})
+    return {"name": spec.name, "layers": spec.n_layers, "heads": sum(heads),
+            "heads_per_layer": heads, "masks": masks, "d_model": spec.d_model,
+            "max_tokens": spec.max_tokens}
 
 
 def program_of(spec: ModelSpec) -> Program:

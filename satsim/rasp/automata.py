@@ -49,31 +49,66 @@ class DFA:
 
 def minimal_dfa(alphabet: tuple[str, ...], delta: np.ndarray, start: int,
                 accept: np.ndarray) -> DFA:
-    """The minimal complete DFA of a complete DFA table (unreachable states dropped)."""
+    """The minimal complete DFA of a complete DFA table (unreachable states dropped).
+
+    States are merged by Hopcroft's partition refinement; the blocks are numbered in the order
+    of their smallest reachable state.
+    """
+    table = np.asarray(delta).tolist()
     reachable, queue = {start}, deque([start])
     while queue:
         q = queue.popleft()
-        for target in delta[q]:
-            if int(target) not in reachable:
-                reachable.add(int(target))
-                queue.append(int(target))
+        for target in table[q]:
+            if target not in reachable:
+                reachable.add(target)
+                queue.append(target)
     states = sorted(reachable)
-    block = {q: int(bool(accept[q])) for q in states}
-    while True:  # Moore's refinement: split blocks by the blocks of the successors
-        signature = {q: (block[q], *(block[int(t)] for t in delta[q])) for q in states}
-        names = {s: i for i, s in enumerate(sorted(set(signature.values())))}
-        refined = {q: names[signature[q]] for q in states}
-        if len(set(refined.values())) == len(set(block.values())):
-            break
-        block = refined
-    number = {b: i for i, b in enumerate(sorted(set(block.values()), key=lambda b: min(
-        q for q in states if block[q] == b)))}
-    table: dict[int, tuple[int, ...]] = {}
+    block = _hopcroft(table, states, {q for q in states if accept[q]}, len(alphabet))
+    number: dict[int, int] = {}
     for q in states:
-        table.setdefault(number[block[q]], tuple(number[block[int(t)]] for t in delta[q]))
+        number.setdefault(block[q], len(number))
+    rows: dict[int, tuple[int, ...]] = {}
+    for q in states:
+        rows.setdefault(number[block[q]], tuple(number[block[t]] for t in table[q]))
     accepting = frozenset(number[block[q]] for q in states if accept[q])
-    return DFA(tuple(alphabet), tuple(table[i] for i in range(len(table))),
+    return DFA(tuple(alphabet), tuple(rows[i] for i in range(len(rows))),
                number[block[start]], accepting)
+
+
+def _hopcroft(table: list[list[int]], states: list[int], accepting: set[int],
+              symbols: int) -> dict[int, int]:
+    """The coarsest partition of ``states`` that respects acceptance and the transitions.
+
+    Each state's block id; a block splits by the states that reach a splitter block on a
+    symbol, and the smaller half is queued as a splitter (the larger keeps the block's id, and
+    its place in the queue), so the work is O(states · symbols · log states).
+    """
+    inverse: list[dict[int, list[int]]] = [{} for _ in range(symbols)]
+    for q in states:
+        for a, t in enumerate(table[q]):
+            inverse[a].setdefault(t, []).append(q)
+    blocks = [part for part in (accepting, set(states) - accepting) if part]
+    block = {q: b for b, part in enumerate(blocks) for q in part}
+    waiting = {(b, a) for b in range(len(blocks)) for a in range(symbols)}
+    while waiting:
+        splitter, a = waiting.pop()
+        touched: dict[int, set[int]] = {}
+        for t in blocks[splitter]:
+            for q in inverse[a].get(t, ()):
+                touched.setdefault(block[q], set()).add(q)
+        for b, inside in touched.items():
+            if len(inside) == len(blocks[b]):
+                continue
+            outside = blocks[b] - inside
+            small, large = (inside, outside) if len(inside) <= len(outside) else \
+                (outside, inside)
+            blocks[b] = large
+            blocks.append(small)
+            for q in small:
+                block[q] = len(blocks) - 1
+            # the new block is the smaller half: queued whether or not b was still waiting
+            waiting.update((len(blocks) - 1, c) for c in range(symbols))
+    return block
 
 
 def language_dfa(language) -> DFA:

@@ -29,6 +29,7 @@ is not counter-free and nothing is emitted).
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass
 
@@ -244,7 +245,7 @@ def brasp_text(machine: Cascade, title: str) -> str:
     lines = [f"# {title}", "# B-RASP from the holonomy cascade of the minimal DFA "
              f"({dfa.states} states): level k is reset or kept, by the letter and the levels "
              "above;", "# L<k>_was<m>: level k had value m at i - 1; L<k>_is<m>: it has it at i.",
-             f'alphabet = "{"".join(dfa.alphabet)}"']
+             f'alphabet = {_quoted("".join(dfa.alphabet))}']
     prefixes: dict[tuple, str | None] = {(): None}  # the levels above, before the letter
 
     def before(prefix: tuple) -> str | None:
@@ -258,7 +259,7 @@ def brasp_text(machine: Cascade, title: str) -> str:
                 lines.append(f"L{k}_was{m} = {m == start}")
                 lines.append(f"L{k}_is{m} = {m == start}")
             continue
-        contexts = {context: _both(f'Q("{context[0]}")', before(context[1]))
+        contexts = {context: _both(f"Q({_quoted(context[0])})", before(context[1]))
                     for context in sorted(resets, key=repr)}
         lines.append(f"L{k}_reset = " + " or ".join(contexts.values()))
         for m, value in enumerate(values[k]):
@@ -292,6 +293,11 @@ def _conjunction(prefix: tuple, names: dict, stem: str, tense: str, index: list,
                                                         for m, v in enumerate(prefix))
             lines.append(f"{names[prefix]} = {above} and {level}")
     return names[prefix]
+
+
+def _quoted(text: str) -> str:
+    """A string literal of the program (quotes and backslashes escaped)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _both(first: str, second: str | None) -> str:

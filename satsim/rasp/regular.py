@@ -1,24 +1,127 @@
-"""The suite's regular languages: star-freeness, and a B-RASP program for each star-free one."""
+"""Regular languages: star-freeness, and a B-RASP program for each star-free one.
+
+The suite's languages by name; a user's as a regular expression (:mod:`satsim.rasp.regex`) or
+an automaton (:mod:`satsim.rasp.automaton_io`), through the same minimal DFA, decision and
+holonomy cascade.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 
 import languages
 from languages import RegularLanguage
 from satsim.engine.resources import check_memory
 from satsim.errors import SatsimError
 from satsim.rasp.automata import (
+    DFA,
     Decision,
     check_stack_states,
     decide,
     language_dfa,
+    minimal_dfa,
     monoid_cost,
     stack_monoid_size,
 )
+from satsim.rasp.automaton_io import read_dfa
+from satsim.rasp.determinise import MAX_STATES, MAX_WORK, regex_dfa
 from satsim.rasp.holonomy import brasp_text, cascade, check_cascade_size
 from satsim.rasp.nesting import nesting_program
+from satsim.rasp.regex import parse_regex
+
+MAX_MONOID = 1_000_000
+"""Monoid elements a user's language is decided with at most ..."""
+
+MAX_MONOID_CELLS = 100_000_000
+"""... and at most this many state images (elements times states), which bounds the memory."""
+
+
+@dataclass(frozen=True)
+class UserLanguage:
+    """A user's regular language: its name, minimal DFA, and a matcher independent of it."""
+
+    name: str
+    dfa: DFA
+    contains: Callable[[str], bool]  # Python re for an expression; the automaton as given
+
+    @property
+    def alphabet(self) -> tuple[str, ...]:
+        """The symbols, in order."""
+        return self.dfa.alphabet
+
+    def samples(self, count: int, max_len: int, seed: int = 0) -> list[str]:
+        """Long strings for a check: positives and one-edit negatives of the minimal DFA.
+
+        Of max_len/2 to max_len symbols, half each (none of a kind the language has not got);
+        only strings: the check labels them with the language's own matcher.
+        """
+        from languages.base import LanguageError
+        from languages.regular import dfa_graph
+
+        dfa = self.dfa
+        graph = dfa_graph(dfa.alphabet, dfa.start,
+                          lambda q, symbol: dfa.delta[q][dfa.alphabet.index(symbol)],
+                          lambda q: q in dfa.accepting)
+        sampler = RegularLanguage(self.name, graph, self.name)
+        found = []
+        for draw, wanted in ((sampler.sample_positive, count - count // 2),
+                             (sampler.sample_negative, count // 2)):
+            try:
+                found += draw(wanted, max_len // 2, max_len, seed=seed) if wanted else []
+            except LanguageError:
+                pass
+        return found
+
+
+def regex_language(text: str, alphabet: str | None = None, max_states: int = MAX_STATES,
+                   max_work: int = MAX_WORK) -> UserLanguage:
+    """The language of a regular expression (:mod:`satsim.rasp.regex`), checked by ``re``."""
+    regex = parse_regex(text, alphabet)
+    pattern = re.compile(regex.python_pattern())
+    return UserLanguage(text, regex_dfa(regex, max_states, max_work),
+                        lambda string: pattern.fullmatch(string) is not None)
+
+
+def automaton_language(path: str | Path) -> UserLanguage:
+    """The language of the automaton in a JSON file, checked by running it as given."""
+    given = read_dfa(path)
+    return UserLanguage(Path(path).name, dfa_minimised(given), given.accepts)
+
+
+def dfa_minimised(dfa: DFA) -> DFA:
+    """The minimal DFA of any complete DFA."""
+    return minimal_dfa(dfa.alphabet, np.array(dfa.delta, dtype=np.int64), dfa.start,
+                       np.array([q in dfa.accepting for q in range(dfa.states)]))
+
+
+def decide_user(language: UserLanguage, max_monoid: int = MAX_MONOID) -> Decision:
+    """Star-freeness of a user's language, refused past the monoid bounds."""
+    return decide(language.dfa, min(max_monoid, max(1, MAX_MONOID_CELLS // language.dfa.states)))
+
+
+def dfa_program(dfa: DFA, name: str, description: str = "",
+                verdict: Decision | None = None) -> str:
+    """A B-RASP program for a star-free language: its minimal DFA's holonomy cascade.
+
+    Refused, with the witness, for a language that is not star-free.
+    """
+    check_cascade_size(dfa)
+    for symbol in dfa.alphabet:
+        if not symbol.isprintable() or symbol.isspace():
+            raise SatsimError(f"{name}: the symbol {symbol!r} is not a visible character, which "
+                              "B-RASP programs need (deciding star-freeness takes any symbol)")
+    verdict = verdict or decide(dfa)
+    if not verdict.star_free:
+        raise SatsimError(f"{name} is not star-free, so no B-RASP program (no masked "
+                          f"hard-attention transformer) recognises it: the word "
+                          f"{verdict.witness!r} acts on its minimal DFA as x with x^k ≠ x^(k+1) "
+                          f"for every k (its powers cycle with period {verdict.period})")
+    return brasp_text(cascade(dfa, verdict), f"{name}: {description}" if description else name)
 
 
 def regular_names() -> list[str]:
@@ -102,15 +205,7 @@ def holonomy_program(name: str) -> str:
     Refused, with the witness, for a language that is not star-free (:mod:`satsim.rasp.holonomy`).
     """
     language = languages.get(name)
-    dfa = language_dfa(language)
-    check_cascade_size(dfa)
-    verdict = decide(dfa)
-    if not verdict.star_free:
-        raise SatsimError(f"{name} is not star-free, so no B-RASP program (no masked "
-                          f"hard-attention transformer) recognises it: the word "
-                          f"{verdict.witness!r} acts on its minimal DFA as x with x^k ≠ x^(k+1) "
-                          f"for every k (its powers cycle with period {verdict.period})")
-    return brasp_text(cascade(dfa, verdict), f"{name}: {language.description}")
+    return dfa_program(language_dfa(language), name, language.description)
 
 
 def _duration(seconds: float) -> str:
