@@ -326,3 +326,14 @@ def test_the_command_line(tmp_path):
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("error: ") and message in result.stderr
         assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("options", [["--memory", "5"], ["--timeout", "1"], ["--jobs", "1"],
+                                     ["--max-len", "3"]])
+def test_batch_options_without_a_batch_are_refused_not_ignored(options):
+    from helpers import run_satsim
+
+    result = run_satsim("decide", "--lang", "first", *options)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and options[0] in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

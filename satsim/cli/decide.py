@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from satsim.cli.options import NonEmptyPath, count, cpu_count, real
+from satsim.cli.options import NonEmptyPath, count, cpu_count, given_options, real
 
 TABLE_SECONDS = 60.0
 """The table (no --lang) skips, with their estimate, the languages estimated to take longer."""
@@ -89,6 +89,12 @@ def command(lang_name, regex, dfa_path, alphabet, regex_file, compile_models, ma
     if compile_models and regex_file is None:
         raise SatsimError("--compile goes with --regex-file (satsim compile --regex compiles "
                           "one)")
+    batch_only = given_options("timeout", "memory_mb", "jobs")
+    if batch_only and regex_file is None:
+        raise SatsimError(f"{', '.join(batch_only)}: only with --regex-file (a batch of "
+                          f"expressions); leave {'it' if len(batch_only) == 1 else 'them'} out")
+    if given_options("max_len") and not compile_models:
+        raise SatsimError("--max-len goes with --regex-file --compile (the check's length)")
     if regex_file is not None:
         _batch(regex_file, alphabet, compile_models, max_len, timeout, memory_mb, jobs, as_json)
         return

@@ -45,6 +45,15 @@ def simulator_from_options(lang_name: str, model_path: str | None, task: str, at
     return Simulator(spec, attention, beta=beta, atol=atol, rtol=rtol)
 
 
+def given_options(*names: str) -> list[str]:
+    """Which of the current command's parameters ``names`` the user gave (as --option names)."""
+    context = click.get_current_context()
+    return [max(param.opts, key=len) for param in context.command.params if param.name in names
+            and context.get_parameter_source(param.name) not in (ParameterSource.DEFAULT,
+                                                                 ParameterSource.DEFAULT_MAP,
+                                                                 None)]
+
+
 def get_language(name: str):
     """The registered language ``name`` (a one-line error lists the known ones)."""
     import languages
