@@ -124,9 +124,20 @@ def naive_brasp(program, string: str) -> bool:
 
 # ---- random programs ----------------------------------------------------------------------
 
+def definition_names(draw, size: int, pool: list[str] | None) -> list[str | None]:
+    """Names for 1 to ``size`` definitions: distinct names from ``pool``, else None each."""
+    if pool is None:
+        return [None] * draw(st.integers(1, size))
+    return draw(st.lists(st.sampled_from(pool), min_size=1, max_size=size, unique=True))
+
+
 @st.composite
-def crasp_programs(draw, alphabet: str = "ab", size: int = 5) -> str:
-    """A random C-RASP program: Boolean and count definitions over the earlier ones."""
+def crasp_programs(draw, alphabet: str = "ab", size: int = 5,
+                   names: list[str] | None = None) -> str:
+    """A random C-RASP program: Boolean and count definitions over the earlier ones.
+
+    The definitions are named from ``names`` when given (else b0, c1, ...).
+    """
     booleans: list[str] = []
     counts: list[str] = []
     lines = [f'alphabet = "{alphabet}"']
@@ -168,26 +179,32 @@ def crasp_programs(draw, alphabet: str = "ab", size: int = 5) -> str:
             return f"{draw(st.integers(-3, 3))} * ({count(depth - 1)})"
         return f"where({boolean(depth - 1)}, {count(depth - 1)}, {count(depth - 1)})"
 
-    for index in range(draw(st.integers(1, size))):
+    for index, name in enumerate(definition_names(draw, size, names)):
         if draw(st.booleans()):
-            lines.append(f"c{index} = {count(2)}")
-            counts.append(f"c{index}")
+            name = name or f"c{index}"
+            lines.append(f"{name} = {count(2)}")
+            counts.append(name)
         else:
-            lines.append(f"b{index} = {boolean(2)}")
-            booleans.append(f"b{index}")
+            name = name or f"b{index}"
+            lines.append(f"{name} = {boolean(2)}")
+            booleans.append(name)
     lines.append(f"accept = {boolean(2)}")
     return "\n".join(lines) + "\n"
 
 
 @st.composite
-def brasp_programs(draw, alphabet: str = "ab", size: int = 5) -> str:
-    """A random B-RASP program: Boolean definitions and attention over the earlier ones."""
-    names: list[str] = []
+def brasp_programs(draw, alphabet: str = "ab", size: int = 5,
+                   names: list[str] | None = None) -> str:
+    """A random B-RASP program: Boolean definitions and attention over the earlier ones.
+
+    The definitions are named from ``names`` when given (else p0, p1, ...).
+    """
+    defined: list[str] = []
     lines = [f'alphabet = "{alphabet}"']
 
     def read(index: str) -> str:
-        if names and draw(st.booleans()):
-            return f"{draw(st.sampled_from(names))}[{index}]"
+        if defined and draw(st.booleans()):
+            return f"{draw(st.sampled_from(defined))}[{index}]"
         return f'Q("{draw(st.sampled_from(alphabet))}")[{index}]'
 
     def pair(depth: int, indices: str) -> str:
@@ -202,14 +219,14 @@ def brasp_programs(draw, alphabet: str = "ab", size: int = 5) -> str:
         return f"({pair(depth - 1, indices)}) {kind} ({pair(depth - 1, indices)})"
 
     def boolean(depth: int) -> str:
-        choices = ["symbol", "attend", "attend"] + (["name"] if names else [])
+        choices = ["symbol", "attend", "attend"] + (["name"] if defined else [])
         if depth > 0:
             choices += ["not", "and", "or"]
         kind = draw(st.sampled_from(choices))
         if kind == "symbol":
             return f'Q("{draw(st.sampled_from(alphabet))}")'
         if kind == "name":
-            return draw(st.sampled_from(names))
+            return draw(st.sampled_from(defined))
         if kind == "not":
             return f"not ({boolean(depth - 1)})"
         if kind in ("and", "or"):
@@ -219,8 +236,9 @@ def brasp_programs(draw, alphabet: str = "ab", size: int = 5) -> str:
         return (f"{side}({mask}, {pair(2, 'ij')}, {pair(2, 'ij')}, "
                 f"default={pair(1, 'i')})")
 
-    for index in range(draw(st.integers(1, size))):
-        lines.append(f"p{index} = {boolean(1)}")
-        names.append(f"p{index}")
+    for index, name in enumerate(definition_names(draw, size, names)):
+        name = name or f"p{index}"
+        lines.append(f"{name} = {boolean(1)}")
+        defined.append(name)
     lines.append(f"accept = {boolean(1)}")
     return "\n".join(lines) + "\n"

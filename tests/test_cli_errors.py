@@ -349,3 +349,31 @@ def test_bytes_that_are_not_utf8_are_a_bad_symbol_not_a_traceback(args):
     assert done.returncode == 2
     assert done.stderr.decode().startswith("error: symbol '\\udcff' at position 1 is not in")
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_compile_refuses_to_write_the_model_over_its_program(tmp_path):
+    program = tmp_path / "p.crasp"
+    text = 'alphabet = "ab"\naccept = count(Q("a")) > 0\n'
+    program.write_text(text)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.safetensors").symlink_to(program)
+    for out in (program, tmp_path / "sub" / ".." / "p.crasp", tmp_path / "link.safetensors"):
+        assert "is the program FILE itself" in one_error_line(
+            run_satsim("compile", str(program), "-o", str(out)))
+        assert program.read_text() == text
+    both = str(tmp_path / "both")
+    assert "-o and --program-out name one file" in one_error_line(
+        run_satsim("compile", "--lang", "first", "-o", both, "--program-out", both))
+    assert not (tmp_path / "both").exists()
+
+
+def test_verify_refuses_long_strings_beyond_memory_naming_its_own_options():
+    program = str(Path(__file__).resolve().parent.parent / "examples" / "dyck1.crasp")
+    line = one_error_line(run_satsim("verify", program, "--long", "1000000000"))
+    assert "--long 1,000,000,000 strings" in line and "lower --long or --long-len" in line
+    patch = ("import satsim.rasp.verify\n"
+             "def full(*args, **kwargs):\n"
+             "    raise MemoryError\n"
+             "sys.modules['satsim.rasp.verify'].verify_all = full")
+    line = one_error_line(patched_satsim(patch, "verify", program, "--long", "3"))
+    assert "lower --long, --long-len or --max-len" in line and "-n" not in line

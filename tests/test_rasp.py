@@ -57,6 +57,8 @@ def strings_up_to(alphabet, n):
     ("brasp", 'alphabet = "ab"\na = Q("a")\naccept = leftmost(True, a[j], True, default=a[j])\n',
      "3:47: the default reads the query position only"),
     ("brasp", 'alphabet = "ab"\naccept = Q("a")[j]\n', "2:10: P[i] and P[j] appear only inside"),
+    ("brasp", 'alphabet = "ab"\n\naccept = Q("a") and  rightmost(True, True, default=False)\n',
+     "3:22: rightmost takes 3 arguments, got 2"),
     ("brasp", 'alphabet = "é"\naccept = Q("é") and Q("x")\n',
      "2:23: symbol 'x' is not in the alphabet"),  # characters, not UTF-8 bytes
 ])
@@ -188,3 +190,52 @@ def test_a_count_that_could_overflow_inside_a_comparison_is_refused_not_wrapped(
                             "crasp", "big")
     with pytest.raises(SatsimError, match="could exceed the int64 range"):
         interpreter(program)("a" * 10)
+
+
+def compiler_names() -> list[str]:
+    """Every name the compilers use for their own things, and each identifier inside one.
+
+    Collected from the compilers themselves: each string constant in their source (dimension
+    hints, prefixes, formula tags) and each dimension of the models of the example programs.
+    """
+    import ast
+    import inspect
+    import keyword
+    import re
+    from pathlib import Path
+
+    from satsim.rasp import bits, circuit, compile_brasp, compile_crasp, logic
+    from satsim.rasp.syntax import RESERVED
+
+    found: set[str] = set()
+    for module in (bits, circuit, logic, compile_crasp, compile_brasp):
+        tree = ast.parse(inspect.getsource(module))
+        docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+        found.update(node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                     and isinstance(node.value, str) and id(node) not in docstrings)
+    for path in sorted((Path(__file__).parents[1] / "examples").glob("*.*rasp")):
+        found.update(compile_program(read_program(path)).dim_names)
+    pieces = {piece for text in found for piece in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+    return sorted(name for name in pieces if not keyword.iskeyword(name)
+                  and name not in (*RESERVED, "accept"))
+
+
+COMPILER_NAMES = compiler_names()
+
+
+@pytest.mark.parametrize(("language", "text"), [
+    ("crasp", 'alphabet = "ab"\nsymbol = count(Q("a")) > count(Q("b"))\naccept = symbol\n'),
+    ("brasp", 'alphabet = "ab"\nsymbol = leftmost(j < i, Q("a")[j], True, default=False)\n'
+              'accept = symbol or Q("b")\n'),
+])
+def test_a_definition_named_like_a_compiler_prefix_compiles_to_its_meaning(language, text):
+    check_compiled(text, language, seed=0, long=200)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), seed=st.integers(0, 1000))
+def test_definitions_named_as_the_compilers_own_names_compile_to_their_meaning(data, seed):
+    assert {"one", "bos", "unit", "sign", "qualifies"} <= set(COMPILER_NAMES)
+    language = data.draw(st.sampled_from(["crasp", "brasp"]))
+    programs = crasp_programs if language == "crasp" else brasp_programs
+    check_compiled(data.draw(programs(names=COMPILER_NAMES)), language, seed, long=200)

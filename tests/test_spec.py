@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import random_spec
+from helpers import random_spec, run_satsim
 from safetensors.numpy import save_file
 
 from satsim import AttentionSpec, SpecError, WeightsFileError, constructions
@@ -198,3 +198,18 @@ def test_an_attention_scale_that_is_not_a_number_is_one_line(tmp_path, scale):
     _rewrite(path, config=config)
     with pytest.raises(WeightsFileError, match="attention scale must be a number"):
         load_spec(path)
+
+
+def test_a_model_whose_program_language_is_unknown_is_refused_in_one_line(tmp_path):
+    from satsim.rasp import compile_program, parse_program
+
+    path = tmp_path / "m.safetensors"
+    save_spec(compile_program(parse_program('alphabet = "ab"\naccept = Q("a")\n', "crasp")),
+              path)
+    config = spec_config(load_spec(path))
+    _rewrite(path, config={**config, "source_language": "python"})
+    with pytest.raises(WeightsFileError, match="program is in an unknown language 'python'"):
+        load_spec(path)
+    result = run_satsim("show", "--model", str(path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0

@@ -221,3 +221,116 @@ def test_the_holonomy_route_still_compiles_a_bounded_dyck_language():
     check = verify(spec, language.contains, language.alphabet, max_len=6, long_count=2,
                    long_len=2_000, extra=near_the_bound(language, 40, seed=1), budget=6_000)
     assert check.ok, check.summary()
+
+
+@pytest.mark.parametrize(("kinds", "depth"), [(1, 1), (1, 4), (2, 2), (2, 5), (3, 3), (4, 2)])
+def test_the_size_of_a_bounded_dyck_monoid_is_known_before_enumerating_it(kinds, depth):
+    from satsim.rasp.automata import decide, stack_monoid_size, stack_states
+
+    calls = []
+    decision = decide(language_dfa(languages.get(f"dyck-{kinds}-{depth}")),
+                      progress=lambda elements, length: calls.append((elements, length)))
+    assert decision.dfa_states == stack_states(kinds, depth)
+    assert decision.monoid_size == stack_monoid_size(kinds, depth)
+    assert calls[-1][0] == decision.monoid_size
+    assert [length for _, length in calls] == sorted(length for _, length in calls)
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("dyck-4-8", "has 87,382 states"), ("dyck-4-1000", "has about 10^602 states"),
+    ("dyck-1-1000", "deciding dyck-1-1000 (a monoid of 334,835,502 elements on 1,002 states, "
+                    "about 12 h) needs about 724.6 GB of memory")])
+def test_deciding_a_dyck_language_too_large_is_refused_before_any_work(name, reason):
+    from helpers import run_satsim
+
+    result = run_satsim("decide", "--lang", name)
+    assert result.returncode == 2 and result.stdout == ""
+    line = result.stderr.strip()
+    assert "\n" not in line and reason in line and "depth M" in line, line
+
+
+def test_deciding_a_monoid_that_cannot_fit_in_memory_is_refused_before_any_work(monkeypatch):
+    import satsim.engine.resources as resources
+    from satsim.rasp.automata import monoid_elements
+
+    monkeypatch.setattr(resources, "available_memory", lambda: 10**6)
+    with pytest.raises(SatsimError, match=r"deciding dyck-2-5 \(a monoid of 5,215 elements on 64 "
+                                          r"states, about 1 s\) needs about .* smaller depth M"):
+        decide_language("dyck-2-5")
+    # a monoid not known in advance is refused once its elements fill the memory free
+    limit = 10**6 // (2 * 64 + 160)
+    with pytest.raises(SatsimError, match=f"more than {limit:,} elements"):
+        for _ in monoid_elements(language_dfa(languages.get("dyck-2-5"))):
+            pass
+
+
+def test_the_decide_table_skips_what_would_take_long_and_says_how_long(monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from satsim.cli import decide
+
+    monkeypatch.setattr(decide, "TABLE_SECONDS", 1.0)
+    result = CliRunner().invoke(decide.command, ["--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["language"]: row for row in json.loads(result.stdout)}
+    for name in ("dyck-2-10", "dyck-3-5"):
+        assert rows[name]["star_free"] is None
+        assert "not decided in the table: a monoid of" in rows[name]["undecided"]
+        assert f"satsim decide --lang {name}" in rows[name]["undecided"]
+    assert rows["dyck-2-5"]["star_free"] is True and rows["tomita3"]["star_free"] is False
+
+
+def test_compiling_a_model_too_large_for_memory_is_refused_while_it_is_laid_out(monkeypatch):
+    import satsim.engine.resources as resources
+    from satsim.rasp.circuit import MODEL_COPIES
+
+    program = parse_program(program_text("dyck-4-20"), "brasp")
+    spec = compile_program(program)
+    weights = sum(v.size for k, v in spec.tensors().items() if k.startswith("blocks."))
+    monkeypatch.setattr(resources, "available_memory", lambda: MODEL_COPIES * 8 * weights - 1)
+    with pytest.raises(SatsimError, match="the compiled model .* weights .* compile a smaller "
+                                          "program"):
+        compile_program(program)
+    monkeypatch.setattr(resources, "available_memory", lambda: MODEL_COPIES * 8 * weights)
+    assert compile_program(program).d_model == spec.d_model  # the estimate is the exact count
+    monkeypatch.setattr(resources, "available_memory", lambda: 10**8)
+    with pytest.raises(SatsimError, match="weights so far"):  # long before the whole layout
+        compile_program(parse_program(program_text("dyck-4-1000"), "brasp"))
+
+
+def markdown_table(text: str, header: str) -> dict[str, dict[str, str]]:
+    """The rows of the table under ``header`` (its first line), by their first cell."""
+    start = text.index(header)
+    lines = text[start:].split("\n\n", 1)[0].splitlines()
+    names = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = [dict(zip(names, (cell.strip() for cell in line.strip("|").split("|"))))
+            for line in lines[2:]]
+    return {row[names[0]]: row for row in rows}
+
+
+def test_the_compiled_sizes_in_docs_rasp_are_the_compilers():
+    """The star-free and nesting-program tables of docs/rasp.md, against models compiled now."""
+    from pathlib import Path
+
+    from satsim.cli.compile import model_summary
+    from satsim.rasp.holonomy import cascade
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "rasp.md").read_text()
+    cascades = markdown_table(text, "| language | cascade levels | B-RASP definitions | layers |")
+    nesting = markdown_table(text, "| language | B-RASP definitions | layers | heads | d_model |"
+                                   " parameters |")
+    assert len(cascades) == 10 and len(nesting) == 5
+    for name, row in {**cascades, **nesting}.items():
+        program = parse_program(program_text(name), "brasp", name)
+        spec = compile_program(program, name)
+        info = model_summary(spec)
+        built = {"B-RASP definitions": len(program.definitions), "layers": info["layers"],
+                 "heads": info["heads"], "d_model": info["d_model"]}
+        if name in cascades:
+            built["cascade levels"] = len(cascade(language_dfa(languages.get(name))).levels)
+        else:
+            built["parameters"] = sum(array.size for array in spec.tensors().values())
+        documented = {key: int(row[key].replace(",", "")) for key in built}
+        assert documented == built, name

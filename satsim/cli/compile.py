@@ -8,6 +8,15 @@ from pathlib import Path
 import click
 
 from satsim.cli.options import NonEmptyPath, OutputPath, count
+from satsim.cli.progress import every_so_often
+
+
+def same_file(first: str | Path, second: str | Path) -> bool:
+    """Whether two paths name one file (through links and relative parts too)."""
+    first, second = Path(first), Path(second)
+    if first.exists() and second.exists():
+        return first.samefile(second)
+    return first.resolve() == second.resolve()
 
 
 def model_summary(spec) -> dict:
@@ -60,8 +69,16 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
         raise SatsimError("give a program FILE or --lang L (one of them)")
     if program_out is not None and lang_name is None:
         raise SatsimError("--program-out goes with --lang (FILE already is the program)")
+    if out_path is not None and program_path is not None and same_file(out_path, program_path):
+        raise SatsimError(f"-o {out_path} is the program FILE itself; write the model to "
+                          "another file (e.g. one ending in .safetensors)")
+    if out_path is not None and program_out is not None and same_file(out_path, program_out):
+        raise SatsimError(f"-o and --program-out name one file ({out_path}); give two files")
     if lang_name is not None:
         import languages
+        from satsim.rasp.verify import check_long_strings
+
+        check_long_strings(long_count, long_len, samples=True)
 
         language = languages.get(lang_name)
         text = star_free_program(lang_name)
@@ -78,7 +95,8 @@ def command(program_path, lang_name, out_path, program_out, max_len, long_count,
         from satsim.rasp.verify import language_samples
 
         check = verify(spec, language.contains, language.alphabet, max_len, long_count,
-                       long_len, extra=language_samples(language, long_count, long_len))
+                       long_len, extra=language_samples(language, long_count, long_len),
+                       progress=every_so_often("long strings checked"))
         info["verification"] = check.as_dict()
         if not check.ok:  # a bug of the compiler: keep the traceback, write nothing
             raise RuntimeError(f"the compiled model of {lang_name} disagrees with its oracle "

@@ -75,3 +75,17 @@ def progressbar(length: int, label: str, *, hidden: bool = False, item_show_func
         return click.progressbar(length=length, label=label, file=sys.stderr, hidden=hidden,
                                  item_show_func=item_show_func)
     return _Lines(length, label, item_show_func)
+
+
+def every_so_often(label: str):
+    """A ``progress(done, total)`` callback writing '{label}: done of total (elapsed)'.
+
+    The line goes to standard error whenever the Ticker says one is due.
+    """
+    ticker = Ticker()
+
+    def report(done: int, total: int) -> None:
+        if ticker.due():
+            click.echo(f"{label}: {done:,} of {total:,} ({ticker.since_start()})", err=True)
+
+    return report

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from satsim.cli.options import NonEmptyPath, count
+from satsim.cli.progress import every_so_often
 
 
 @click.command("verify")
@@ -31,21 +32,23 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
     FILE may also be a program (.crasp, .brasp): it is compiled, then checked. Exit code 1 if
     the model and the interpreter disagree on a string.
     """
+    from satsim.errors import SatsimError
     from satsim.model.io import load_spec
     from satsim.rasp import compile_program, interpreter, program_of, read_program
     from satsim.rasp.syntax import LANGUAGES
-    from satsim.rasp.verify import language_samples, verify_all
+    from satsim.rasp.verify import check_long_strings, language_samples, verify_all
 
     if Path(path).suffix.lstrip(".") in LANGUAGES:
         program = read_program(path)
+        check_long_strings(long_count, long_len, lang_name is not None, len(program.definitions))
         spec = compile_program(program, Path(path).stem)
     else:
         spec = load_spec(path)
         program = program_of(spec)
+        check_long_strings(long_count, long_len, lang_name is not None, len(program.definitions))
     meanings = {"interpreter": interpreter(program)}
     if lang_name is not None:
         import languages
-        from satsim.errors import SatsimError
 
         language = languages.get(lang_name)
         if set(program.alphabet) != set(language.alphabet):
@@ -55,8 +58,11 @@ def command(path, lang_name, max_len, long_count, long_len, seed, as_json) -> No
         extra = language_samples(language, long_count, long_len, seed)
     else:
         extra = []
-    results = verify_all(spec, meanings, program.alphabet, max_len, long_count, long_len, seed,
-                         extra)
+    try:
+        results = verify_all(spec, meanings, program.alphabet, max_len, long_count, long_len,
+                             seed, extra, progress=every_so_often("long strings checked"))
+    except MemoryError:
+        raise SatsimError("out of memory; lower --long, --long-len or --max-len") from None
     if as_json:
         click.echo(json.dumps({"model": spec.name, "language": program.language,
                                **{what.split()[0]: r.as_dict() for what, r in results.items()},

@@ -30,7 +30,8 @@ BOS = "<bos>"
 __all__ = ["BOS", "Builder", "Head", "Neuron"]
 
 
-def _columns(weights: Weights) -> int:
+def columns_read(weights: Weights) -> int:
+    """The columns a head's query or key has (keys are dims or (dim, column) pairs)."""
     return 1 + max((key[1] if isinstance(key, tuple) else 0) for key in weights) if weights else 1
 
 
@@ -68,6 +69,17 @@ class Builder:
         """Append a block with these heads (attention) and these neurons (feed-forward)."""
         self.layers.append(Layer(tuple(heads), tuple(neurons)))
 
+    def weight_count(self) -> int:
+        """The weights :meth:`build` will allocate for the blocks (before any lifting)."""
+        width, total = len(self.dims), 0
+        for layer in self.layers:
+            if layer.heads:
+                d_head = max(max(columns_read(h.query), columns_read(h.key)) for h in layer.heads)
+                d_v = max(len(h.value) for h in layer.heads)
+                total += len(layer.heads) * width * 2 * (d_head + d_v)
+            total += 2 * width * len(layer.neurons)
+        return total
+
     def _inputs(self) -> tuple[set[str], set[str]]:
         """Dims the embedding writes, and those of them that may be negative."""
         entries = [(d, v) for row in self.token_rows.values() for d, v in row.items()]
@@ -86,7 +98,7 @@ class Builder:
         return layers, tuple(dict.fromkeys((*self.dims, POS))), features
 
     def _attention(self, r: Residual, heads: tuple[Head, ...]) -> AttentionSpec:
-        d_head = max(max(_columns(h.query), _columns(h.key)) for h in heads)
+        d_head = max(max(columns_read(h.query), columns_read(h.key)) for h in heads)
         d_v = max(len(h.value) for h in heads)
         w_q = np.stack([r.read(h.query, d_head) for h in heads])
         w_k = np.stack([r.read(h.key, d_head) for h in heads])

@@ -19,6 +19,8 @@ from satsim.model.masks import MASKS
 from satsim.model.positions import FEATURES, POSITION_KINDS
 
 NORM_PLACEMENTS = ("none", "pre", "post")
+PROGRAM_LANGUAGES = ("crasp", "brasp")
+"""The languages of the programs a compiled model carries (:mod:`satsim.rasp`), as file suffixes."""
 LANGUAGE_TASKS = ("recognition", "next-symbol")
 """Tasks on a formal language, which the languages' oracles, evaluation and constructions judge."""
 PER_POSITION_TASKS = ("categorical", "numerical")
@@ -384,6 +386,9 @@ class ModelSpec:
             raise SpecError(f"max_tokens must be a positive integer or None, got "
                             f"{self.max_tokens!r}")
         object.__setattr__(self, "dim_names", tuple(self.dim_names))
+        if self.source and self.source_language not in PROGRAM_LANGUAGES:
+            raise SpecError(f"the model's program is in an unknown language "
+                            f"{self.source_language!r} (known: {', '.join(PROGRAM_LANGUAGES)})")
         if not isinstance(self.name, str) or not self.name:
             raise SpecError(f"a model's name must be a non-empty string, got {self.name!r}")
         if isinstance(self.residual, (list, tuple)):

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from satsim.engine import resources
 from satsim.errors import SatsimError
+
+MAX_STATES = 1 << 16
+"""The most states of a minimal DFA whose monoid is decided (states are uint16)."""
 
 
 @dataclass(frozen=True)
@@ -83,9 +87,47 @@ def language_dfa(language) -> DFA:
         return minimal_dfa(tuple(language.alphabet), np.asarray(delta), int(language.start),
                            np.asarray(language.accept))
     if isinstance(getattr(language, "max_depth", None), int) and hasattr(language, "pairs"):
+        check_stack_states(language.name, len(language.pairs), language.max_depth)
         return minimal_dfa(*_stack_dfa(language.pairs, language.max_depth))
     raise SatsimError(f"language {language.name!r} is not regular as the suite gives it (no "
                       "DFA); star-freeness is decided for the regular languages")
+
+
+def stack_states(kinds: int, depth: int) -> int:
+    """States of the minimal DFA of Dyck over ``kinds`` bracket types, ``depth`` deep at most.
+
+    Each stack of open brackets is one, and the dead state another.
+    """
+    return sum(kinds**height for height in range(depth + 1)) + 1
+
+
+def check_stack_states(name: str, kinds: int, depth: int) -> int:
+    """The states of :func:`stack_states`, refused in one line past :data:`MAX_STATES`."""
+    states = stack_states(kinds, depth)
+    if states > MAX_STATES:
+        raise SatsimError(f"the minimal DFA of {name} has {_about(states)} states (every stack "
+                          f"of up to {depth} brackets of {kinds} types, and a dead state); "
+                          f"star-freeness is decided for at most {MAX_STATES:,}: lower the "
+                          "depth M or the bracket types K")
+    return states
+
+
+def stack_monoid_size(kinds: int, depth: int) -> int:
+    """The size of that DFA's transition monoid, known before it is enumerated.
+
+    Besides the zero, an element reads a closing word c (length a) then an opening word o
+    (length b), defined on the stacks ending in c's partners whose height h keeps every step
+    within ``depth``: a ≤ h ≤ H for a bound H from a to depth − max(a, b) + a, each bound a
+    different element (a peak ``(ᵗ)ᵗ`` inside the word lowers H). Checked against the
+    enumeration in the tests.
+    """
+    return 1 + sum(kinds**(a + b) * (depth - max(a, b) + 1)
+                   for a in range(depth + 1) for b in range(depth + 1))
+
+
+def _about(count: int) -> str:
+    """A count for a message, as 1,234,567 or, past a trillion, as about 10^k."""
+    return f"{count:,}" if count < 10**12 else f"about 10^{len(str(count)) - 1}"
 
 
 def _stack_dfa(pairs: tuple[str, ...], depth: int) -> tuple:
@@ -116,7 +158,30 @@ def _stack_dfa(pairs: tuple[str, ...], depth: int) -> tuple:
 
 MAX_ELEMENTS = 30_000_000
 """Monoid elements :func:`monoid_elements` tells apart (by 128-bit fingerprints, about 2.5 GB)
-before it refuses."""
+before it refuses (or fewer, as :func:`element_limit` says)."""
+ELEMENT_BYTES = 160
+"""Bytes an element of the monoid costs beside its row of states: its fingerprint in the set
+of those seen, and its word."""
+CELLS_PER_SECOND = 1.5e7
+"""State images (elements × states × letters) enumerated per second, as measured here on one
+core (dyck-2-7 and dyck-3-5); for estimates only."""
+
+
+def monoid_cost(states: int, letters: int, elements: int) -> tuple[float, float]:
+    """(bytes, seconds) to enumerate a monoid of ``elements`` on ``states`` states, about.
+
+    The bytes count every element's row (two bytes a state) as if all were held at once: an
+    upper bound, as only two word lengths are.
+    """
+    return elements * (2 * states + ELEMENT_BYTES), elements * states * letters / CELLS_PER_SECOND
+
+
+def element_limit(states: int) -> int:
+    """Elements a DFA's monoid may have before it is refused: the most that fit in free memory.
+
+    At most :data:`MAX_ELEMENTS`.
+    """
+    return max(1, min(MAX_ELEMENTS, resources.available_memory() // (2 * states + ELEMENT_BYTES)))
 
 CHUNK_CELLS = 1 << 25
 """State images handled at once (a chunk of elements times the states)."""
@@ -139,18 +204,19 @@ def _key(high: int, low: int) -> int:
     return high << 64 | low
 
 
-def monoid_elements(dfa: DFA, limit: int = MAX_ELEMENTS) -> Iterator[tuple[np.ndarray, list[str]]]:
+def monoid_elements(dfa: DFA, limit: int | None = None) -> Iterator[tuple[np.ndarray, list[str]]]:
     """The transition monoid breadth-first, in batches: elements and a shortest word of each.
 
     Row r of a batch (uint16) maps state q to ``rows[r, q]`` and is given by ``words[r]``; the
     empty word comes first, and no element comes before one of a shorter word. Only two word
     lengths are held at a time; the elements seen are told apart by fingerprints
-    (:func:`_fingerprints`). Refused past ``limit`` elements.
+    (:func:`_fingerprints`). Refused past ``limit`` elements (None: :func:`element_limit`).
     """
     states = dfa.states
-    if states > 1 << 16:
+    if states > MAX_STATES:
         raise SatsimError(f"the minimal DFA has {states:,} states; its monoid is decided for "
-                          "DFAs of at most 65,536 states")
+                          f"DFAs of at most {MAX_STATES:,} states")
+    limit = element_limit(states) if limit is None else limit
     letters = np.array([[row[a] for row in dfa.delta] for a in range(len(dfa.alphabet))],
                        dtype=np.uint16).reshape(len(dfa.alphabet), states)
     multipliers = np.random.default_rng(0).integers(0, 1 << 63, (2, states), dtype=np.uint64)
@@ -173,8 +239,9 @@ def monoid_elements(dfa: DFA, limit: int = MAX_ELEMENTS) -> Iterator[tuple[np.nd
                         new.append(r)
                 batches.add(rows[new], [words[r] + symbol for r in new])
                 if len(seen) > limit:
-                    raise SatsimError(f"the transition monoid of the {states}-state minimal DFA "
-                                      f"has more than {limit:,} elements; too large to decide "
+                    raise SatsimError(f"the transition monoid of the {states:,}-state minimal "
+                                      f"DFA has more than {limit:,} elements (as many as are "
+                                      "decided here, in the memory free); too large to decide "
                                       "here")
         layer = batches.done()
 
@@ -244,15 +311,19 @@ def _cycling(x: np.ndarray) -> np.ndarray:
     return ~(np.take_along_axis(x, power, axis=1) == power).all(axis=1)
 
 
-def decide(dfa: DFA, limit: int = MAX_ELEMENTS) -> Decision:
+def decide(dfa: DFA, limit: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> Decision:
     """Star-freeness of the DFA's language: aperiodicity of its minimal DFA's monoid.
 
     Every element of the monoid is checked (:func:`_cycling`); the witness is the first that
-    cycles in breadth-first order, so its word is a shortest one.
+    cycles in breadth-first order, so its word is a shortest one. ``progress(elements, word
+    length)`` is called after each batch of elements.
     """
     size, witness, period = 0, None, 1
     for elements, words in monoid_elements(dfa, limit):
         size += len(elements)
+        if progress is not None:
+            progress(size, len(words[-1]))
         if witness is not None:
             continue
         rows = elements.astype(np.int64)

@@ -3,17 +3,20 @@
 A formula is written into an embedding column or computed by one feed-forward.
 
 Both compilers build Boolean vectors as formulas (:mod:`satsim.rasp.logic`) whose variables are
-symbol atoms (``symbol:a``, and ``symbol:`` for BOS) and dimensions that hold exact bits (what
-sign and attention heads write, and earlier feed-forwards). A formula of symbols alone is a
-function of the token: a column of the embedding. Any other is a feed-forward over bits,
-its symbol-only parts read from embedding columns. Formulas are inlined into the ones that use
-them until they read more than :data:`INLINE_LIMIT` variables; then they get a dimension of
-their own. A formula whose cover would take more than
-:data:`satsim.rasp.logic.MAX_CUBES` neurons is computed from its parts, each written first
-(one more layer).
+tokens (:class:`Token`: the symbol a, or BOS) and dimensions that hold exact bits (what sign and
+attention heads write, and earlier feed-forwards). Dimensions are strings and tokens are not, so
+no dimension, whatever the program names its definitions, is ever read as a token. A formula of
+symbols alone is a function of the token: a column of the embedding. Any other is a feed-forward
+over bits, its symbol-only parts read from embedding columns. Formulas are inlined into the ones
+that use them until they read more than :data:`INLINE_LIMIT` variables; then they get a
+dimension of their own. A formula whose cover would take more than
+:data:`satsim.rasp.logic.MAX_CUBES` neurons is computed from its parts, each written first (one
+more layer).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from satsim.constructions.parts import Neuron
 from satsim.rasp.circuit import BOS_DIM, Circuit
@@ -25,6 +28,7 @@ from satsim.rasp.logic import (
     conjoin,
     cube_neuron,
     cubes,
+    depth,
     disjoin,
     gate_neurons,
     negate,
@@ -34,31 +38,38 @@ from satsim.rasp.logic import (
 )
 from satsim.rasp.syntax import And, Constant, Name, Node, Not, Or, Program, Symbol
 
-SYMBOL_ATOM = "symbol:"
-"""Formula variables naming a symbol ("symbol:a") or BOS ("symbol:"): functions of the token."""
-BOS_ATOM = var(SYMBOL_ATOM)
+
+@dataclass(frozen=True)
+class Token:
+    """A formula variable true where the token is ``symbol`` (None: BOS); not a dimension."""
+
+    symbol: str | None
+
+
+BOS_ATOM = var(Token(None))
 """The formula true at BOS only."""
 INLINE_LIMIT = 8
 """Variables a formula may read before it is written into a dimension of its own."""
+DEPTH_LIMIT = 50
+"""How deep a formula may nest before it is written into a dimension of its own (so that
+definitions built on definitions never nest formulas past Python's recursion limit)."""
 
 
 def symbol_atom(symbol: str) -> Formula:
     """The formula true where the symbol is ``symbol``."""
-    return var(SYMBOL_ATOM + symbol)
+    return var(Token(symbol))
 
 
 def of_token(formula: Formula, symbol: str | None) -> float:
     """A symbol-only formula's value at a token (None: BOS, where every symbol is false)."""
-    def atom(name: str) -> Formula:
-        read = name.removeprefix(SYMBOL_ATOM)
-        holds = read == "" if symbol is None else read == symbol
-        return TRUE if holds else FALSE
+    def atom(token: Token) -> Formula:
+        return TRUE if token.symbol == symbol else FALSE
     return 1.0 if substitute(formula, atom) == TRUE else 0.0
 
 
 def symbols_only(formula: Formula) -> bool:
     """Whether the formula reads symbols alone (it is a function of the token)."""
-    return all(name.startswith(SYMBOL_ATOM) for name in variables(formula))
+    return all(isinstance(read, Token) for read in variables(formula))
 
 
 class Bits:
@@ -70,7 +81,7 @@ class Bits:
 
     def bit(self, formula: Formula, hint: str = "bit") -> str:
         """A dimension that holds ``formula`` as an exact 0/1 bit at every position."""
-        if formula[0] == "var" and not formula[1].startswith(SYMBOL_ATOM):
+        if formula[0] == "var" and isinstance(formula[1], str):
             return formula[1]
         if formula == BOS_ATOM:
             return BOS_DIM
@@ -103,8 +114,9 @@ class Bits:
         return conjoin(*parts) if formula[0] == "and" else disjoin(*parts)
 
     def compact(self, formula: Formula, hint: str = "bit") -> Formula:
-        """The formula itself, or a read of its own dimension once it reads many variables."""
-        if symbols_only(formula) or len(variables(formula)) <= INLINE_LIMIT:
+        """The formula, or a read of its own dimension once it reads many variables or is deep."""
+        if depth(formula) <= DEPTH_LIMIT and (symbols_only(formula)
+                                              or len(variables(formula)) <= INLINE_LIMIT):
             return formula
         return var(self.bit(formula, hint))
 

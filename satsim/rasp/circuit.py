@@ -18,11 +18,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from satsim.constructions.builder import BOS, Builder
+from satsim.constructions.builder import BOS, Builder, columns_read
 from satsim.constructions.parts import Head, Neuron, dim
+from satsim.engine.resources import check_memory
 from satsim.model.spec import ModelSpec
 from satsim.rasp.logic import ONE
 
+MODEL_COPIES = 3
+"""Copies of a compiled model's float64 weights held at once: the arrays as built, the model,
+and the simulator's working copy (what :meth:`Circuit.build` checks against free memory)."""
 BOS_DIM = "bos"
 """The residual dimension that is 1 at BOS and 0 elsewhere."""
 
@@ -41,6 +45,8 @@ class Circuit:
         self.neurons: dict[int, list[Neuron]] = {}
         self.taken: set[str] = set(self.ready)
         self.context = ""  # the program's definition being compiled, which names new dims
+        self.columns = 0  # weight columns per dimension placed so far (see :meth:`grown`)
+        self.next_check = 1 << 20
 
     def fresh(self, hint: str) -> str:
         """A new dimension name ``definition:hint``, never given out before."""
@@ -83,10 +89,12 @@ class Circuit:
             if (other.query, other.key, other.mask) == (head.query, head.key, head.mask):
                 value = {**head.value, **other.value}  # a source copied already keeps its dim
                 heads[index] = Head(other.query, other.key, value, mask=other.mask)
+                self.grown(2 * (len(value) - len(other.value)))
                 break
         else:
             heads.append(head)
             value = head.value
+            self.grown(2 * (max(columns_read(head.query), columns_read(head.key)) + len(value)))
         copies = {source: value[source] for source in head.value}
         for name in copies.values():
             self.ready.setdefault(name, slot)
@@ -99,7 +107,19 @@ class Circuit:
         self.neurons.setdefault(slot, []).extend(neurons)
         for name in outputs:
             self.ready[name] = slot
+        self.grown(2 * len(neurons))
         return slot
+
+    def grown(self, columns: int) -> None:
+        """Count ``columns`` more weights per dimension; refuse once the model cannot fit.
+
+        The model at its width so far is a lower bound on its final size.
+        """
+        self.columns += columns
+        weights = len(self.ready) * self.columns
+        if weights >= self.next_check:
+            self.next_check = 2 * weights
+            _check_size(weights, len(self.ready), "so far")
 
     def build(self, name: str, readout: dict[str, float], description: str = "") -> ModelSpec:
         """The model: embedding, features, the scheduled blocks, the readout's linear form."""
@@ -111,7 +131,17 @@ class Circuit:
         for block in sorted({(slot - 1) // 2 for slot in (*self.heads, *self.neurons)}):
             builder.layer(heads=self.heads.get(2 * block + 1, []),
                           neurons=self.neurons.get(2 * block + 2, []))
+        _check_size(builder.weight_count(), len(dims), f"in {len(builder.layers):,} layers")
         return builder.build(readout={"accept": readout})
+
+
+def _check_size(weights: int, width: int, where: str) -> None:
+    """Refuse, in one line, a compiled model whose weights would not fit in free memory."""
+    check_memory(MODEL_COPIES * 8 * weights, f"the compiled model ({width:,} dimensions, "
+                 f"{weights:,} weights {where})", "compile a smaller program (fewer "
+                 "definitions; for a dyck-K-M language, a smaller depth M or fewer bracket types "
+                 "K)")
+
 
 
 def _first_slot(after: int, odd: bool) -> int:

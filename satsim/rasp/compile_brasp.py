@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from satsim.constructions.parts import Head
 from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.rasp import brasp
-from satsim.rasp.bits import BOS_ATOM, ProgramCompiler, symbol_atom
+from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
 from satsim.rasp.logic import (
     FALSE,
     ONE,
@@ -51,10 +51,21 @@ from satsim.rasp.logic import (
     var,
     variables,
 )
-from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Program
+from satsim.rasp.syntax import And, At, Attend, Constant, Node, Not, Program
 
 MODEL_MASKS = {"past": "strict-past", "future": "strict-future", "all": "bidirectional"}
 """The model mask (:mod:`satsim.model.masks`) of each B-RASP mask."""
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A variable of SCORE, VALUE or a default: a vector (its formula) read at i or at j.
+
+    A type of its own, so never taken for a dimension, whatever the dimension is called.
+    """
+
+    index: str
+    vector: Formula
 
 
 class _Compiler(ProgramCompiler):
@@ -67,9 +78,9 @@ class _Compiler(ProgramCompiler):
         raise TypeError(f"not a B-RASP node: {node!r}")
 
     def pair(self, node: Node) -> Formula:
-        """A SCORE/VALUE/default formula over placeholders ``i:KEY`` and ``j:KEY``."""
+        """A SCORE/VALUE/default formula over reads (:class:`_Read`) at i and at j."""
         if isinstance(node, At):
-            return var(f"{node.index}:{_key(node.vector)}")
+            return var(_Read(node.index, self.boolean(node.vector)))
         if isinstance(node, Constant):
             return TRUE if node.value else FALSE
         if isinstance(node, Not):
@@ -77,31 +88,18 @@ class _Compiler(ProgramCompiler):
         parts = [self.pair(arg) for arg in node.args]
         return conjoin(*parts) if isinstance(node, And) else disjoin(*parts)
 
-    def vector_of(self, placeholder: str) -> Formula:
-        """The formula of the vector a placeholder reads (``i:a`` → the vector ``a``)."""
-        key = placeholder.split(":", 1)[1]
-        if key.startswith('Q("'):
-            return symbol_atom(key[3:-2])
-        return self.booleans[key]
-
-    def at_side(self, formula: Formula, side: str) -> Formula:
-        """The formula with one side's placeholders replaced by their vectors."""
-        return substitute(formula, lambda p: self.vector_of(p) if p.startswith(side) else var(p))
-
     def attend(self, node: Attend) -> Formula:
         """The attention's vector: a formula over the heads' outputs and the query's bits."""
         score, value = self.pair(node.score), self.pair(node.value)
-        default = self.at_side(self.pair(node.default), "i:")
-        score_reads = sorted(p for p in variables(score) if p.startswith("i:"))
-        value_reads = sorted(p for p in variables(value) if p.startswith("i:"))
+        default = _at_side(self.pair(node.default), "i")
+        score_reads, value_reads = _query_reads(score), _query_reads(value)
         cases = []
         for alpha in itertools.product((True, False), repeat=len(score_reads)):
             keys = score
-            for placeholder, bit in zip(score_reads, alpha):
-                keys = restrict(keys, placeholder, bit)
-            query_is = conjoin(*(self.vector_of(p) if bit else negate(self.vector_of(p))
-                                 for p, bit in zip(score_reads, alpha)))
-            qualifying = conjoin(self.at_side(keys, "j:"), negate(BOS_ATOM))
+            for read, bit in zip(score_reads, alpha):
+                keys = restrict(keys, read, bit)
+            query_is = _holds(score_reads, alpha)
+            qualifying = conjoin(_at_side(keys, "j"), negate(BOS_ATOM))
             if qualifying == FALSE:
                 cases.append(conjoin(query_is, default))
                 continue
@@ -113,7 +111,7 @@ class _Compiler(ProgramCompiler):
         return disjoin(*cases)
 
     def head(self, node: Attend, qualifying: Formula, value: Formula,
-             value_reads: list[str]) -> tuple[Formula, list[tuple[Formula, Formula]]]:
+             value_reads: list[_Read]) -> tuple[Formula, list[tuple[Formula, Formula]]]:
         """One head: its ``found`` bit and, per assignment of VALUE's reads at i, the value."""
         key_bit = self.bits.bit(qualifying, "qualifies")
         sign = -1.0 if node.side == "leftmost" else 1.0
@@ -123,11 +121,10 @@ class _Compiler(ProgramCompiler):
         values = []
         for beta in itertools.product((True, False), repeat=len(value_reads)):
             chosen = value
-            for placeholder, bit in zip(value_reads, beta):
-                chosen = restrict(chosen, placeholder, bit)
-            chosen = self.at_side(chosen, "j:")
-            query_is = conjoin(*(self.vector_of(p) if bit else negate(self.vector_of(p))
-                                 for p, bit in zip(value_reads, beta)))
+            for read, bit in zip(value_reads, beta):
+                chosen = restrict(chosen, read, bit)
+            chosen = _at_side(chosen, "j")
+            query_is = _holds(value_reads, beta)
             if chosen not in (TRUE, FALSE):
                 source = self.bits.bit(chosen, "value")
                 copies.setdefault(source, "copied")
@@ -165,6 +162,19 @@ def compile_brasp(program: Program, name: str = "brasp") -> ModelSpec:
     return _Compiler(program).compile(name)
 
 
-def _key(vector: Node) -> str:
-    """A read's vector as a placeholder key: its name, or Q("a")."""
-    return vector.name if isinstance(vector, Name) else f'Q("{vector.symbol}")'
+def _at_side(formula: Formula, side: str) -> Formula:
+    """The formula with the reads at ``side`` ("i" or "j") replaced by their vectors."""
+    return substitute(formula, lambda read: read.vector if isinstance(read, _Read)
+                      and read.index == side else var(read))
+
+
+def _query_reads(formula: Formula) -> list[_Read]:
+    """The formula's reads at the query position i, in a fixed order."""
+    return sorted((read for read in variables(formula)
+                   if isinstance(read, _Read) and read.index == "i"), key=repr)
+
+
+def _holds(reads: list[_Read], values: tuple[bool, ...]) -> Formula:
+    """The formula true where each read's vector has its value in ``values``."""
+    return conjoin(*(read.vector if bit else negate(read.vector)
+                     for read, bit in zip(reads, values)))

@@ -23,7 +23,9 @@ The readout is 2·accept − 1 at the last position. BOS stands for the empty st
 program's value is a constant of the compiler, added as ±2·BOS.
 
 Exactness: bits are exact; scaled counts carry rounding errors bounded from the coefficients,
-and a sign is right while that error is below 1/(2(i + 1)). The tie test must also separate
+and a sign is right while that error is below 1/(2(i + 1)). A constant's error shrinks with
+1/(i + 1) as that margin does (u is rounded relatively), so the coefficients of counts lower
+the bound, and a large constant only once |k|·2⁻⁵⁰ nears ¼. The tie test must also separate
 BOS from the others: 2|y| > atol + rtol·|y| at the default float64 tolerances. The smaller of
 the two bounds on i is the model's ``max_tokens``; longer inputs are refused, never answered.
 """
@@ -89,7 +91,7 @@ class _Compiler(ProgramCompiler):
         self.counts: dict[str, Scaled] = {}
         self.count_dims: dict[Formula, str] = {}
         self.sign_dims: dict[tuple, str] = {}
-        self.sign_errors: list[float] = []
+        self.sign_errors: list[tuple[float, float]] = []  # (fixed, per token): see :meth:`sign`
         self.unit_dim: str | None = None
 
     # ---- Boolean vectors --------------------------------------------------------------
@@ -109,7 +111,7 @@ class _Compiler(ProgramCompiler):
             copies = self.circuit.attention(Head({}, {}, {BOS_DIM: self.circuit.fresh("unit")}))
             self.circuit.context = context
             self.unit_dim = copies[BOS_DIM]
-            self.quality[self.unit_dim] = Quality(1.0, 2 * UNIT)
+            self.quality[self.unit_dim] = Quality(1.0, 2 * UNIT)  # relative too: see sign_error
         return self.unit_dim
 
     def scaled(self, node: Node) -> Scaled:
@@ -198,11 +200,25 @@ class _Compiler(ProgramCompiler):
             query = {d: float(c) for d, c in key}
             head = Head(query, {BOS_DIM: 2.0, ONE: -1.0}, {BOS_DIM: self.circuit.fresh("sign")})
             name = self.circuit.attention(head)[BOS_DIM]
-            quality = self.form_quality(Scaled(key))
-            self.sign_errors.append(quality.error)
+            self.sign_errors.append(self.sign_error(key))
             self.quality[name] = Quality(1.0, 0.0)
             self.sign_dims[key] = name
         return var(self.sign_dims[key])
+
+    def sign_error(self, key: tuple[tuple[str, float], ...]) -> tuple[float, float]:
+        """The rounding error of y = Σ c·x over ``key``: (fixed, per token), fixed + per/T.
+
+        The constant's term k·u is apart: u = 1/T is the mean of one nonzero bit, rounded
+        relatively (its Quality's error is relative), so k·u errs by |k|·err(u)/T, and its
+        part of the dot product's rounding, γ·|k|/T, also shrinks with 1/T, as the margin does.
+        Every other term keeps its absolute bound (:meth:`form_quality`).
+        """
+        unit = self.unit()
+        offset = abs(dict(key).get(unit, 0))
+        rest = self.form_quality(Scaled(tuple((d, c) for d, c in key if d != unit)))
+        rounding = gamma(len(key) + 1)
+        return (rest.error + rounding * rest.bound,
+                offset * (self.quality[unit].error + rounding))
 
     # ---- the program ------------------------------------------------------------------
 
@@ -224,13 +240,15 @@ class _Compiler(ProgramCompiler):
     def max_tokens(self) -> int:
         """The longest input (tokens, BOS included) on which every sign is right."""
         atol, rtol = default_tolerance(float)
-        # With T tokens, |y| ≥ 1/(2T) exactly; rounding moves it by at most ``worst``, kept
-        # below half of that, so the computed |y| ≥ 1/(4T), and the tie test needs
-        # 2|y| > atol + rtol·|y|.
+        # With T tokens, |y| ≥ 1/(2T) exactly; rounding moves it by at most fixed + per/T,
+        # kept below half of that (T·fixed ≤ 1/4 − per), so the computed |y| ≥ 1/(4T), and the
+        # tie test needs 2|y| > atol + rtol·|y|.
         limit = math.ceil((2 - rtol) / (4 * atol)) - 1
-        worst = max(self.sign_errors, default=0.0)
-        if worst > 0:
-            limit = min(limit, math.floor(1 / (4 * worst)))
+        for fixed, per_token in self.sign_errors:
+            if per_token >= 0.25:
+                limit = 0
+            elif fixed > 0:
+                limit = min(limit, math.floor((0.25 - per_token) / fixed))
         if limit < 2:
             raise SatsimError("the program's counts are too large to compile exactly: its "
                               "comparisons lose their sign in float64")

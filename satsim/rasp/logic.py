@@ -1,18 +1,21 @@
 """Boolean formulas over named 0/1 residual dimensions, and the ReLU neurons that compute them.
 
-A formula is a nested tuple: ``("var", dim)``, ``("const", bool)``, ``("not", f)``,
-``("and", (f, ...))`` or ``("or", (f, ...))``. A feed-forward computes it exactly in one layer
-from a *disjoint* cover by cubes (conjunctions of literals, no two true at once): each cube is
-one neuron relu(Σ positive − Σ negative − (#positive − 1)), which is 1 when the cube holds and
-≤ 0 otherwise, and the formula is their sum. Inputs are exact 0/1 values, so every sum is a
-small integer and the result is exactly 0 or 1. The cover comes from Shannon expansion on the
-most frequent variable, stopping where the formula becomes constant.
+A formula is a nested tuple: ``("var", v)``, ``("const", bool)``, ``("not", f)``, ``("and", (f,
+...))`` or ``("or", (f, ...))``. A variable v is a residual dimension (a string) or a compiler's
+own kind of variable (a token, a read inside attention: never a string), so the two cannot be
+confused whatever a dimension is called; :func:`cubes` takes dimensions only. A feed-forward
+computes it exactly in one layer from a *disjoint* cover by cubes (conjunctions of literals, no
+two true at once): each cube is one neuron relu(Σ positive − Σ negative − (#positive − 1)),
+which is 1 when the cube holds and ≤ 0 otherwise, and the formula is their sum. Inputs are exact
+0/1 values, so every sum is a small integer and the result is exactly 0 or 1. The cover comes
+from Shannon expansion on the most frequent variable, stopping where the formula becomes
+constant.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from satsim.constructions.parts import Neuron
 
@@ -28,9 +31,9 @@ MAX_CUBE_VARIABLES = 40
 first, then combined by :func:`gate_neurons`)."""
 
 
-def var(dim: str) -> Formula:
-    """The formula that reads one dimension."""
-    return ("var", dim)
+def var(variable: Hashable) -> Formula:
+    """The formula that reads one variable (a dimension, or a compiler's own variable)."""
+    return ("var", variable)
 
 
 def negate(f: Formula) -> Formula:
@@ -66,8 +69,8 @@ def disjoin(*fs: Formula) -> Formula:
     return FALSE if not parts else parts[0] if len(parts) == 1 else ("or", tuple(parts))
 
 
-def variables(f: Formula) -> set[str]:
-    """The dimensions a formula reads."""
+def variables(f: Formula) -> set[Hashable]:
+    """The variables a formula reads."""
     if f[0] == "var":
         return {f[1]}
     if f[0] == "const":
@@ -77,7 +80,7 @@ def variables(f: Formula) -> set[str]:
     return set().union(*(variables(g) for g in f[1]))
 
 
-def substitute(f: Formula, value: Callable[[str], Formula]) -> Formula:
+def substitute(f: Formula, value: Callable[[Hashable], Formula]) -> Formula:
     """The formula with each variable replaced by ``value(dim)``, simplified."""
     if f[0] == "var":
         return value(f[1])
@@ -89,9 +92,22 @@ def substitute(f: Formula, value: Callable[[str], Formula]) -> Formula:
     return conjoin(*parts) if f[0] == "and" else disjoin(*parts)
 
 
-def restrict(f: Formula, dim: str, value: bool) -> Formula:
-    """The formula with ``dim`` fixed to ``value``."""
-    return substitute(f, lambda d: ("const", value) if d == dim else var(d))
+def restrict(f: Formula, variable: Hashable, value: bool) -> Formula:
+    """The formula with ``variable`` fixed to ``value``."""
+    return substitute(f, lambda v: ("const", value) if v == variable else var(v))
+
+
+def depth(f: Formula) -> int:
+    """How deep the formula nests (a variable or a constant: 1), walked without recursion."""
+    deepest, todo = 0, [(f, 1)]
+    while todo:
+        g, level = todo.pop()
+        deepest = max(deepest, level)
+        if g[0] == "not":
+            todo.append((g[1], level + 1))
+        elif g[0] in ("and", "or"):
+            todo.extend((h, level + 1) for h in g[1])
+    return deepest
 
 
 def _occurrences(f: Formula, counts: Counter) -> None:

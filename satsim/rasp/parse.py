@@ -37,6 +37,9 @@ from satsim.rasp.syntax import (
     Where,
 )
 
+MAX_NESTING = 100
+"""The deepest a definition's expression may nest (its syntax tree's depth), so that reading,
+compiling and interpreting it stay within Python's recursion limit; deeper parts get names."""
 MAX_CONSTANT = 10**9
 """The largest integer constant a C-RASP program may write (counts stay exact in float64)."""
 _OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
@@ -99,8 +102,15 @@ class _Reader:
             module = ast.parse(self.text, filename=self.source)
         except SyntaxError as error:
             line, column = error.lineno or 1, error.offset or 1
-            raise self.error((line, column), f"syntax error: {error.msg}") from None
+            limit = f" (a definition nests at most {MAX_NESTING} levels)" if "nested" in \
+                error.msg else ""
+            raise self.error((line, column), f"syntax error: {error.msg}{limit}") from None
+        except (RecursionError, MemoryError):  # how Python's parser says "nested too deeply"
+            raise self.error((1, 1), f"the program nests too deeply for Python's parser "
+                             f"(a definition nests at most {MAX_NESTING} levels)") from None
         statements = module.body
+        for statement in statements:
+            self.check_nesting(statement)
         if not statements:
             raise self.error((1, 1), 'a program starts with alphabet = "..."')
         self.alphabet = self.read_alphabet(statements[0])
@@ -119,6 +129,17 @@ class _Reader:
             accept = next(s for s in statements[1:] if self.assignment(s)[0] == "accept")
             raise self.error(accept.value, "accept must be a Boolean vector, not a count")
         return Program(self.language, self.alphabet, tuple(definitions), self.text)
+
+    def check_nesting(self, statement: ast.stmt) -> None:
+        """Refuse an expression nested past :data:`MAX_NESTING` (walked without recursion)."""
+        todo = [(child, 1) for child in ast.iter_child_nodes(statement)]
+        while todo:
+            node, depth = todo.pop()
+            if isinstance(node, ast.expr) and depth > MAX_NESTING:
+                raise self.error(node, f"this expression nests more than {MAX_NESTING} levels "
+                                 "deep; define its inner parts as names of their own (x = ...)")
+            deeper = depth + isinstance(node, ast.expr)
+            todo.extend((child, deeper) for child in ast.iter_child_nodes(node))
 
     def assignment(self, statement: ast.stmt) -> tuple[str, ast.expr]:
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
@@ -307,8 +328,8 @@ class _Reader:
         default = [k.value for k in node.keywords if k.arg == "default"]
         if len(args) == 4 and not default:
             default = [args.pop()]
-        self.arguments(ast.Call(func=node.func, args=args, keywords=node.keywords), 3,
-                       ("default",))
+        self.arguments(ast.copy_location(ast.Call(func=node.func, args=args,
+                                                  keywords=node.keywords), node), 3, ("default",))
         if not default:
             raise self.error(node, f"{side} needs a default: {side}(MASK, SCORE, VALUE, "
                              "default=D)")

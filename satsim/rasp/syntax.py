@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from satsim.errors import SatsimError
+from satsim.model.spec import PROGRAM_LANGUAGES
 
-LANGUAGES = ("crasp", "brasp")
+LANGUAGES = PROGRAM_LANGUAGES
 """The program languages, named as their file suffixes."""
 LANGUAGE_NAMES = {"crasp": "C-RASP", "brasp": "B-RASP"}
 """Each language's name for a reader."""
