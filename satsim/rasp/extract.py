@@ -476,9 +476,12 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
             val[g] = {v: _any(t) for v, t in by_value.items()}
             continue
         keys = ex.pos_classes[layer]
-        score = _any(_all([w.at(q[qc], "i"), _any(w.at(names[("pos", layer, k)], "j")
-                                                   for k in sorted(level[qc] & keys))])
-                     for qc in mine)
+        by_keys: dict[tuple[int, ...], list[int]] = {}  # queries that want the same keys
+        for qc in mine:
+            by_keys.setdefault(tuple(sorted(level[qc] & keys)), []).append(qc)
+        score = _any(_all([w.at(w.define(f"{tag}_query{n}", _any(q[qc] for qc in qcs)), "i"),
+                           _any(w.at(names[("pos", layer, k)], "j") for k in wanted)])
+                     for n, (wanted, qcs) in enumerate(by_keys.items()) if wanted)
         if score == "False":
             has.append("False")
             val[g] = {}
