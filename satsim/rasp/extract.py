@@ -479,7 +479,9 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
         by_keys: dict[tuple[int, ...], list[int]] = {}  # queries that want the same keys
         for qc in mine:
             by_keys.setdefault(tuple(sorted(level[qc] & keys)), []).append(qc)
-        score = _any(_all([w.at(w.define(f"{tag}_query{n}", _any(q[qc] for qc in qcs)), "i"),
+        every = ex.bos_classes[layer] if side == "bos" else ex.pos_classes[layer]
+        score = _any(_all([w.at("True" if set(qcs) == every else
+                                w.define(f"{tag}_query{n}", _any(q[qc] for qc in qcs)), "i"),
                            _any(w.at(names[("pos", layer, k)], "j") for k in wanted)])
                      for n, (wanted, qcs) in enumerate(by_keys.items()) if wanted)
         if score == "False":
@@ -491,8 +493,9 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
         has.append(w.define(f"{tag}_{g}", f"leftmost({pm}, {score}, True, default=False)"))
         val[g] = {}
         for v in sorted({head.value[k] for k in keys}):
-            holds = _any(w.at(names[("pos", layer, k)], "j") for k in sorted(keys)
-                         if head.value[k] == v)
+            holders = {k for k in keys if head.value[k] == v}
+            holds = "True" if holders == keys else _any(w.at(names[("pos", layer, k)], "j")
+                                                        for k in sorted(holders))
             val[g][v] = w.define(f"{tag}_{g}_val{v}",
                                  f"{fn}({pm}, {score}, {holds}, default=False)")
     return has, val
