@@ -22,3 +22,7 @@ MERRILL = (
 SUZGUN = "Suzgun et al. 2019 (DeLeLe workshop): LSTM networks can perform dynamic counting"
 TOMITA = "Tomita 1982 (CogSci): Dynamic construction of finite automata from examples"
 YAO = "Yao et al. 2021 (ACL): Self-attention networks can process bounded hierarchical languages"
+HUANG_ZOO = (
+    "Huang, Bakalova, Bhattamishra, Merrill, Hahn 2026 (ICML): Discovering interpretable "
+    "algorithms by decompiling transformers to RASP (lacoco-lab/decompiling_transformers)"
+)

@@ -1,12 +1,20 @@
 """Small regular languages of the transformer literature, each a DFA.
 
 Parity, (aa)*, (abab)*, (01)* (FLaRe's repeat-01), D_n, first and even pairs; those that count
-modulo a number are not star-free.
+modulo a number are not star-free. (aaaa)*, a+b+c+d+e+, [ab]*d[bc]* and [012]*02* are the other
+regular languages of the decompiling-transformers zoo.
 """
 
 from __future__ import annotations
 
-from languages.references import BHATTAMISHRA, BUTOI_FLARE, CHIANG, DELETANG, HAHN
+from languages.references import (
+    BHATTAMISHRA,
+    BUTOI_FLARE,
+    CHIANG,
+    DELETANG,
+    HAHN,
+    HUANG_ZOO,
+)
 from languages.registry import register
 from languages.regular import RegularLanguage, dfa_graph
 
@@ -64,6 +72,21 @@ def _first_step(q: str, a: str) -> str | None:
     return "yes"
 
 
+def _blocks_step(q: str, a: str) -> str | None:
+    """a+b+c+d+e+: the state is the last symbol read; each may repeat or pass to the next."""
+    order = "abcde"
+    if q == "start":
+        return "a" if a == "a" else None
+    return a if a in (q, order[order.index(q) + 1 : order.index(q) + 2]) else None
+
+
+def _ab_d_bc_step(q: str, a: str) -> str | None:
+    """[ab]*d[bc]*: before the d, a or b; the d; after it, b or c."""
+    if q == "before":
+        return {"a": "before", "b": "before", "d": "after"}.get(a)
+    return "after" if a in "bc" else None
+
+
 def _even_pairs_step(q: tuple[str, str] | str, a: str) -> tuple[str, str]:
     """Remember the first and the last symbol."""
     return (a, a) if q == "start" else (q[0], a)
@@ -90,6 +113,29 @@ for language in (
         dfa_graph("ab", "start", _even_pairs_step, lambda q: q == "start" or q[0] == q[1]),
         "strings over {a, b} with an even number of ab and ba factors (first symbol = last)",
         (DELETANG, BUTOI_FLARE),
+        "star-free regular",
+    ),
+    _cycle("aaaa-star", "aaaa", "a", (HUANG_ZOO,)),
+    RegularLanguage(
+        "abcde",
+        dfa_graph("abcde", "start", _blocks_step, lambda q: q == "e"),
+        "a+b+c+d+e+: one or more a, then b, c, d and e, each one or more times",
+        (HUANG_ZOO,),
+        "star-free regular",
+    ),
+    RegularLanguage(
+        "ab-d-bc",
+        dfa_graph("abcd", "before", _ab_d_bc_step, lambda q: q == "after"),
+        "[ab]*d[bc]*: a and b, one d, then b and c",
+        (HUANG_ZOO,),
+        "star-free regular",
+    ),
+    RegularLanguage(
+        "012-0-2",
+        dfa_graph("012", "other", lambda q, a: {"0": "zero", "1": "other"}.get(a, q),
+                  lambda q: q == "zero"),
+        "[012]*02*: strings over {0, 1, 2} whose last symbol other than 2 is 0",
+        (HUANG_ZOO,),
         "star-free regular",
     ),
 ):

@@ -33,7 +33,9 @@ from satsim.saturation.signs import limit_signs
 
 BINS = ((0, 50), (51, 100), (101, 150))
 LANGUAGES = {"bce_D2": "d2", "bce_D3": "d3", "bce_D4": "d4", "bce_aastar": "aa-star",
-             "bce_ababstar": "abab-star", **{f"bce_tomita{i}": f"tomita{i}" for i in range(1, 8)}}
+             "bce_ababstar": "abab-star", "bce_aaaastar": "aaaa-star", "bce_abcde": "abcde",
+             "bce_ab_d_bc": "ab-d-bc", "bce_012_0_2": "012-0-2",
+             **{f"bce_tomita{i}": f"tomita{i}" for i in range(1, 8)}}
 """The satsim language of each zoo task whose definition satsim has."""
 
 

@@ -243,3 +243,18 @@ def test_the_soft_twin_weighs_fixed_kinds_as_the_oracles(case):
             chosen = [Fraction(float(x)) for x, m in zip(values, _members(scores, width)) if m]
             expected = float(sum(chosen) / len(chosen))
         assert out == pytest.approx(expected, rel=1e-12, abs=1e-12 * max(1.0, np.abs(values).max()))
+
+
+@pytest.mark.parametrize("mask", ["causal", "bidirectional", "strict-past", "future"])
+@pytest.mark.parametrize("queries", ["general", "one row", "zero"])
+def test_score_class_takes_every_kernel_path_as_the_reference(mask, queries):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.normal(size=(2, 3, 40, 4)) for _ in range(3))
+    if queries == "one row":
+        q[:] = q[:, :, :1]
+    elif queries == "zero":
+        q[:] = 0.0
+    for width in (0.0, 0.05, 0.7):
+        got = attention(q, k, v, kind="score-class", width=width, attn_mask=mask).output
+        expected = ref.score_class_attention(q, k, v, width=width, attn_mask=mask)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
