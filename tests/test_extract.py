@@ -106,3 +106,26 @@ def test_star_free_language_round_trip(name):
     back = interpreter(parse_program(write_program(extract(spec)), "brasp", name))
     strings = _strings(language.alphabet, 8)
     assert [back(s) for s in strings] == [language.contains(s) for s in strings]
+
+
+def _with_kind(spec, kind, delta):
+    """The model with every head of kind ``kind`` and width ``delta``."""
+    blocks = tuple(replace(b, attn=replace(b.attn, kind=kind, delta=delta)) for b in spec.blocks)
+    return replace(spec, blocks=blocks)
+
+
+def test_tolerant_hard_heads_within_the_margin_are_certified_beyond_it_refused():
+    spec = compile_program(read_program("examples/a_before_b.brasp"))
+    narrow = _with_kind(spec, "tolerant-hard", 0.5)  # scores are integers: a gap of 1
+    text = write_program(extract(narrow))
+    assert check_program(narrow, text, _strings("ab", 6)) == []
+    with pytest.raises(NotExtractable, match="within the tie tolerance|neither tied nor"):
+        extract(_with_kind(spec, "tolerant-hard", 1.5))
+
+
+def test_a_zoo_checkpoint_is_refused_in_one_line(tmp_path):
+    result = run_cli("extract", "tests/data/zoo/bce_D2", "-o", str(tmp_path / "z.brasp"))
+    assert result.exit_code == 2
+    assert result.output.strip() == ("error: extract needs positions as features of (i, n); "
+                                     "this model has a learned positional encoding "
+                                     "(not finite-valued)")

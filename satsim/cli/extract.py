@@ -6,11 +6,11 @@ import json
 
 import click
 
-from satsim.cli.options import NonEmptyPath, OutputPath, count
+from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
 
 
 @click.command("extract")
-@click.argument("path", metavar="MODEL", type=NonEmptyPath(dir_okay=False))
+@click.argument("path", metavar="MODEL", type=NonEmptyPath())
 @click.option("-o", "--output", "out", type=OutputPath(), required=True,
               help="Write the program here (.brasp).")
 @click.option("--max-len", type=count(), default=6, show_default=True,
@@ -19,16 +19,17 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count
 def command(path, out, max_len, as_json) -> None:
     """Extract a B-RASP program equal to MODEL, certified by closing its classes.
 
+    MODEL is a .safetensors model or a Hugging Face GPT-2 checkpoint folder.
+
     Exit code 1 if the program and the model disagree on a checked string.
     """
     from satsim.errors import SatsimError
-    from satsim.model.io import load_spec
     from satsim.rasp.extract import check_program, extract, write_program
     from satsim.rasp.verify import all_strings_up_to
 
     if not str(out).endswith(".brasp"):
         raise SatsimError(f"-o {out}: extract writes a B-RASP program; name it NAME.brasp")
-    spec = load_spec(path)
+    spec = load_model(None, path)
     extraction = extract(spec)
     text = write_program(extraction)
     alphabet = tuple(t for t in spec.vocab if t != spec.bos)
