@@ -30,6 +30,8 @@ from satsim.reference.forward import feed_forward
 SUPPORTED_FEATURES = ("1", "i", "n")
 MAX_COMBINATIONS = 200_000
 """The most (query class, head outcomes) combinations one layer may close over."""
+MAX_CLASSES = 2_000
+"""The most classes one layer boundary may have (the closure over-approximates what occurs)."""
 NONE = -1
 """A head outcome: no key allowed (the head writes the zero vector)."""
 SIDES = ("pos", "bos")
@@ -190,11 +192,12 @@ class _Scores:
                  self.s * float(np.dot(q[2], k))) for k in kparts]  # A, C (·i), B (·n)
         N = self.N
         vertices = ((1, 1), (1, N), (N, N))
+        tau = {n: self.tolerance(n, q, kparts) for n in (1, N)}
 
         def beats(a: int, b: int) -> bool:
             dA, dC, dB = (x - y for x, y in zip(coef[a], coef[b]))
             return all(dA + dC * i + dB * n - abs(gamma) * (n - 1)
-                       - self.tolerance(n, q, kparts) > 0 for i, n in vertices)
+                       - tau[n] > 0 for i, n in vertices)
 
         levels: list[list[int]] = []
         for k in sorted(range(len(keys)), key=lambda k: coef[k][::-1], reverse=True):
@@ -208,7 +211,7 @@ class _Scores:
                                      f"at every length up to {N} tokens")
         if gamma == 0:
             return levels, "tie"
-        if not all(abs(gamma) - self.tolerance(n, q, kparts) > 0 for n in (1, N)):
+        if not all(abs(gamma) - tau[n] > 0 for n in (1, N)):
             raise NotExtractable(f"{self.where}: the position step {abs(gamma):.3g} is within "
                                  "the tie tolerance, so ties are not leftmost/rightmost")
         return levels, "leftmost" if gamma < 0 else "rightmost"
@@ -309,6 +312,11 @@ def _close_layer(spec, layer, block, vectors, bos_set, pos_set, N):
                 if block.mlp is not None:
                     x = x + feed_forward(x[None, :], block.mlp)[0]
                 k = nxt.add(x)
+                if len(nxt.vectors) > MAX_CLASSES:
+                    raise NotExtractable(
+                        f"block {layer}: the closure passes {MAX_CLASSES} classes (from "
+                        f"{len(vectors)} before it): each head's outcomes are taken as "
+                        "independent, which over-approximates what occurs; not certified")
                 built.table[(side, qc, outs)] = k
                 sides[side].add(k)
     return built, nxt.vectors, sides["bos"], sides["pos"]
