@@ -17,7 +17,13 @@ from satsim.engine.simulator import Simulator
 from satsim.model.spec import AttentionSpec, BlockSpec
 from satsim.rasp import compile_program, interpreter, parse_program, read_program
 from satsim.rasp.brasp import accepts as brasp_accepts
-from satsim.rasp.extract import NotExtractable, check_program, extract, write_program
+from satsim.rasp.extract import (
+    NotExtractable,
+    check_program,
+    extract,
+    seen_classes,
+    write_program,
+)
 
 FAST_EXAMPLES = ("first", "a_before_b", "a_then_b", "tomita4")
 
@@ -65,6 +71,8 @@ def test_closure_holds_on_every_engine_row():
             rows[:, position_dims] = 0
             known = {c.tobytes() for c in extraction.classes[layer]}
             assert all(row.tobytes() in known for row in rows)
+    seen = seen_classes(extraction, _strings("ab", 5))
+    assert all(1 <= s <= len(c) for s, c in zip(seen, extraction.classes))
 
 
 def test_counting_and_soft_heads_are_refused():

@@ -24,7 +24,7 @@ def command(path, out, max_len, as_json) -> None:
     Exit code 1 if the program and the model disagree on a checked string.
     """
     from satsim.errors import SatsimError
-    from satsim.rasp.extract import check_program, extract, write_program
+    from satsim.rasp.extract import check_program, extract, seen_classes, write_program
     from satsim.rasp.verify import all_strings_up_to
 
     if not str(out).endswith(".brasp"):
@@ -37,14 +37,16 @@ def command(path, out, max_len, as_json) -> None:
     wrong = check_program(spec, text, strings)
     with open(out, "w", encoding="utf-8") as handle:
         handle.write(text)
-    summary = dict(extraction.summary(), program=str(out), lines=len(text.splitlines()),
+    summary = dict(extraction.summary(), seen_classes_per_layer=seen_classes(extraction, strings),
+                   program=str(out), lines=len(text.splitlines()),
                    checked_strings=len(strings), checked_max_len=max_len, disagreements=len(wrong),
                    first_disagreement=wrong[0] if wrong else None)
     if as_json:
         click.echo(json.dumps(summary))
     else:
         click.echo(f"wrote {out}: {summary['lines']} lines; classes per layer "
-                   f"{summary['classes_per_layer']}; closure certified for inputs up to "
+                   f"{summary['classes_per_layer']} ({summary['seen_classes_per_layer']} seen on "
+                   f"the checked strings); closure certified for inputs up to "
                    f"{extraction.max_tokens} tokens; {len(strings)} strings to length "
                    f"{max_len}: {len(wrong)} disagreements")
     if wrong:

@@ -531,3 +531,30 @@ def check_program(spec: ModelSpec, text: str, strings: list[str]) -> list[str]:
     program = parse_program(text, "brasp", "<extracted program>")
     model = Simulator(spec).accepts(strings) if strings else []
     return [s for s, m in zip(strings, model) if accepts(program, s) != bool(m)]
+
+
+def seen_classes(ex: Extraction, strings: list[str]) -> list[int]:
+    """Per layer boundary, how many closed classes the engine's rows take on ``strings``.
+
+    Raises if a row is outside the closed classes (the closure would then be wrong).
+    """
+    from satsim.engine.simulator import Simulator
+
+    spec = ex.spec
+    P = _positional_dims(spec)
+    ends, at = [0], 0
+    for block in spec.blocks:
+        at += (block.attn is not None) + (block.mlp is not None)
+        ends.append(at)
+    seen: list[set[int]] = [set() for _ in ends]
+    known = [{_key(v): k for k, v in enumerate(c)} for c in ex.classes]
+    for trace in Simulator(spec).traces(strings) if strings else []:
+        for layer, end in enumerate(ends):
+            rows = np.array(trace.residuals[end], dtype=np.float64)
+            rows[:, P] = 0
+            for row in rows:
+                if _key(row) not in known[layer]:
+                    raise AssertionError(f"the engine reached a class outside the closure at "
+                                         f"layer boundary {layer} on {trace.string!r}")
+                seen[layer].add(known[layer][_key(row)])
+    return [len(s) for s in seen]
