@@ -1,0 +1,113 @@
+"""Round trip: every star-free language of the suite, compiled by satsim, extracted back.
+
+For each language: its B-RASP program (star_free_program) is compiled, the model is extracted
+(satsim.rasp.extract), and the extracted program's interpreter is compared with the language's
+oracle (its contains) and with the model (the engine) on every string up to a length (at most
+about 2,000 strings) and on random strings of length 100.
+Writes bench/results/extract_round_trip.json.
+
+    PYTHONPATH=. python bench/extract_round_trip.py [--random 100]
+    PYTHONPATH=. python bench/extract_round_trip.py --examples 100   # the B-RASP examples, 10^4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import languages
+from satsim.errors import SatsimError
+from satsim.rasp import (
+    compile_program,
+    interpreter,
+    parse_program,
+    read_program,
+    regular_names,
+)
+from satsim.rasp.extract import NotExtractable, check_program, extract, write_program
+from satsim.rasp.regular import star_free_program
+from satsim.rasp.verify import all_strings_up_to
+
+
+def round_trip(name: str, n_random: int) -> dict:
+    """One language's round trip, as measured."""
+    start = time.time()
+    try:
+        text = star_free_program(name)
+    except SatsimError as error:
+        return {"language": name, "star_free": False, "why": str(error)[:160]}
+    language = languages.get(name)
+    spec = compile_program(parse_program(text, "brasp", name), name)
+    row = {"language": name, "star_free": True, "heads": sum(
+        b.attn.n_heads for b in spec.blocks if b.attn is not None)}
+    try:
+        extraction = extract(spec)
+        back = write_program(extraction)
+    except NotExtractable as error:
+        return dict(row, extracted=False, why=str(error), seconds=round(time.time() - start, 1))
+    meaning = interpreter(parse_program(back, "brasp", f"{name} extracted"))
+    alphabet = tuple(language.alphabet)
+    short, length = all_strings_up_to(alphabet, 12, budget=2000)
+    rng = random.Random(0)
+    long = ["".join(rng.choice(alphabet) for _ in range(100)) for _ in range(n_random)]
+    oracle_wrong = [s for s in short + long if meaning(s) != language.contains(s)]
+    model_wrong = check_program(spec, back, short + long)
+    return dict(row, extracted=True, **extraction.summary(), lines=len(back.splitlines()),
+                exhaustive_to_length=length, short_strings=len(short), random_len100=len(long),
+                disagree_with_oracle=len(oracle_wrong), disagree_with_model=len(model_wrong),
+                seconds=round(time.time() - start, 1))
+
+
+def example_round_trip(path: str, n_long: int, long_len: int) -> dict:
+    """An example program, compiled and extracted: the original's interpreter, the extracted
+    program's and the model on every string to length 8 and on long random strings."""
+    start = time.time()
+    original = read_program(path)
+    spec = compile_program(original, path)
+    extraction = extract(spec)
+    back = write_program(extraction)
+    meaning = interpreter(parse_program(back, "brasp", f"{path} extracted"))
+    first = interpreter(original)
+    short, length = all_strings_up_to(original.alphabet, 8)
+    rng = random.Random(1)
+    long = ["".join(rng.choice(original.alphabet) for _ in range(long_len))
+            for _ in range(n_long)]
+    return dict(example=path, **extraction.summary(), lines=len(back.splitlines()),
+                exhaustive_to_length=length, long_strings=n_long, long_len=long_len,
+                disagree_with_original=sum(meaning(s) != first(s) for s in short + long),
+                disagree_with_model=len(check_program(spec, back, short + long)),
+                seconds=round(time.time() - start, 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--random", type=int, default=100)
+    parser.add_argument("--skip", default="dyck-2-10,dyck-3-5",
+                        help="languages left out (their B-RASP models take long to build)")
+    parser.add_argument("--out", default="bench/results/extract_round_trip.json")
+    parser.add_argument("--examples", type=int, default=0, metavar="K",
+                        help="instead: the B-RASP examples, with K random strings of 10^4")
+    args = parser.parse_args()
+    if args.examples:
+        rows = [example_round_trip(str(path), args.examples, 10_000)
+                for path in sorted(Path("examples").glob("*.brasp"))]
+        print(json.dumps(rows, indent=1))
+        with open("bench/results/extract_examples.json", "w", encoding="utf-8") as handle:
+            json.dump(rows, handle, indent=1)
+        return
+    rows = []
+    for name in regular_names():
+        if name in args.skip.split(","):
+            rows.append({"language": name, "skipped": "--skip"})
+            continue
+        rows.append(round_trip(name, args.random))
+        print(json.dumps(rows[-1]), flush=True)
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(rows, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()
