@@ -77,6 +77,7 @@ BASE: dict[tuple[str, ...], list[str]] = {
                  "--set", "batch_size=2", "--set", "d_model=4", "--set", "heads=1", "--set",
                  "d_head=2", "--set", "d_mlp=4", "--set", "layers=1", "--set", "split=satsim",
                  "--json"],
+    ("extract",): ["-o", "{out}.brasp", "--max-len", "3", "--json"],
     ("harden",): ["-o", "{out}.safetensors", "--lang", "aa-star", "-n", "2", "--bins", "0-4",
                   "--json"],
     ("benchmark", "flare"): ["--out", "{out}", "--lang", "parity", "--trials", "1", "-n", "1",
@@ -89,11 +90,14 @@ own value."""
 ARGUMENTS: dict[tuple[str, ...], dict[str, str]] = {
     ("run",): {"strings": "()"}, ("trace",): {"string": "()"},
     ("verify",): {"path": "{tmp}/program.crasp"}, ("report",): {"run_dir": "{tmp}/run"},
+    ("extract",): {"path": "{tmp}/model.safetensors"},
     ("harden",): {"model": str(Path(__file__).parent / "data" / "zoo" / "bce_aastar")},
 }
 """The arguments of each BASE line, by name (they follow the options)."""
 
 SETUP: dict[tuple[str, ...], list[list[str]]] = {
+    ("extract",): [["compile", str(Path(__file__).parents[1] / "examples" / "first.brasp"), "-o",
+                    "{tmp}/model.safetensors"]],
     ("report",): [["train", *TINY_TRAIN, "--steps", "4", "--out", "{tmp}/run", "--device",
                    "cpu"]],
 }
@@ -277,6 +281,14 @@ def _check_rows(rows: list, count: int) -> None:
     assert len(rows) == count and not any("error" in row for row in rows), rows
 
 
+def _extracted():
+    """extract: the program checked on every string as long as the check's budget allows."""
+    def check(stdout: str) -> None:
+        summary = _json(stdout)
+        assert summary["checked_max_len"] >= 3 and summary["disagreements"] == 0, summary
+    return check
+
+
 def _hardened(heads: int = 2):
     """harden: a table of every head of the zoo model (aa-star: 2 heads) and the hybrid written."""
     def check(stdout: str) -> None:
@@ -320,6 +332,8 @@ VALID = {
     f"sweep --group-size={M!r}": lambda stdout: _check_rows(_lines(stdout), 1),
     f"benchmark flare --group-size={M!r}": lambda stdout: _check_rows(
         [row for row in _lines(stdout) if row["kind"] == "model"], 1),
+    "extract --max-len='0'": _field(("checked_max_len",), 0),
+    f"extract --max-len={M!r}": _extracted(),
     "harden --seed='0'": _hardened(), f"harden --seed={M!r}": _hardened(),
     "scan-snap --epsilon='1000000000000000.0'": _field(("epsilon",), float(HUGE)),
     "scan-snap --common='0'": _field(("common",), 0),

@@ -24,6 +24,7 @@ def command(path, out, max_len, as_json) -> None:
     Exit code 1 if the program and the model disagree on a checked string.
     """
     from satsim.errors import SatsimError
+    from satsim.output import write_text_atomically
     from satsim.rasp.extract import check_program, extract, seen_classes, write_program
     from satsim.rasp.verify import all_strings_up_to
 
@@ -35,8 +36,7 @@ def command(path, out, max_len, as_json) -> None:
     alphabet = tuple(t for t in spec.vocab if t != spec.bos)
     strings, max_len = all_strings_up_to(alphabet, max_len)
     wrong = check_program(spec, text, strings)
-    with open(out, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_text_atomically(out, text)
     summary = dict(extraction.summary(), seen_classes_per_layer=seen_classes(extraction, strings),
                    program=str(out), lines=len(text.splitlines()),
                    checked_strings=len(strings), checked_max_len=max_len, disagreements=len(wrong),
