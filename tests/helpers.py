@@ -154,3 +154,9 @@ def zero_query(spec, layer: int = -1):
     b_q = np.ones((attn.n_heads, attn.d_head), attn.W_Q.dtype)  # the spec's dtype, one for all
     blocks[layer] = replace(blocks[layer], attn=replace(attn, W_Q=np.zeros_like(attn.W_Q), b_Q=b_q))
     return replace(spec, blocks=tuple(blocks))
+
+
+def set_options(settings: dict, leave_out: tuple[str, ...] = ()) -> list[str]:
+    """``--set KEY=VALUE`` for each setting, less ``leave_out`` and the empty ones (an empty
+    setting is its default, and satsim refuses an empty value given on the command line)."""
+    return [f"--set={k}={v}" for k, v in settings.items() if k not in leave_out and v != ""]

@@ -56,7 +56,8 @@ def malformed_values(param: click.Parameter, tmp: str) -> list[str]:
 
 def _base_arguments(command: click.Command, tmp: str) -> list[str]:
     """Valid values of the command's required arguments (options come first on the line)."""
-    values = {"string": "()", "run_dir": tmp, "strings": "()", "path": f"{tmp}/model.safetensors"}
+    values = {"string": "()", "run_dir": tmp, "strings": "()", "path": f"{tmp}/model.safetensors",
+              "model": f"{tmp}/model"}
     return [values[p.name] for p in command.params
             if isinstance(p, click.Argument) and p.required]
 

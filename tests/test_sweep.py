@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import run_satsim
+from helpers import run_satsim, set_options
 
 from satsim.cli.main import cli
 from satsim.errors import SatsimError
@@ -147,10 +147,10 @@ def test_a_sweep_folder_refuses_another_plan_before_writing_anything(tmp_path):
 
 
 def test_cli_rerun_with_other_settings_is_one_error_line_not_the_old_table(tmp_path):
-    args = ["sweep", "--out", str(tmp_path), "--seed", "0", *[f"--set={k}={v}" for k, v in
+    args = ["sweep", "--out", str(tmp_path), "--seed", "0", *set_options(dict(
             [("steps", 12), ("train_size", 80), ("eval_size", 20), ("d_model", 8),
              ("d_head", 4), ("d_mlp", 8), ("log_every", 4), ("checkpoint_every", 6),
-             ("probe_size", 2), ("device", "cpu")]]]
+             ("probe_size", 2), ("device", "cpu")]))]
     first = run_satsim(*args)
     assert first.returncode == 0 and first.stdout.splitlines()[1].startswith("s0 ")
     before = folder_state(tmp_path)
@@ -172,8 +172,7 @@ def test_a_diverging_run_is_named_and_the_other_rows_are_written(tmp_path):
     assert [json.loads(line) for line in lines] == rows
     assert collect(tmp_path) == rows
     result = run_satsim("sweep", "--out", str(tmp_path), "--lr", "0.01,1e30", "--seed", "0",
-                        *[f"--set={k}={v}" for k, v in {**TINY, "optimizer": "sgd"}.items()
-                          if k not in ("lr", "seed")])
+                        *set_options({**TINY, "optimizer": "sgd"}, ("lr", "seed")))
     table = result.stdout.splitlines()
     assert table[1].startswith("lr0.01 ") and table[2].split() == [
         "lr1e+30", "failed:", "the", "loss", "became", "nan", "at", "step", "1;", "lower",
@@ -237,7 +236,7 @@ def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tm
     code = ("import sys; from satsim.cli.main import main; "
             "sys.argv = ['satsim', *sys.argv[1:]]; main()")
     args = [sys.executable, "-c", code, "sweep", "--out", str(cut), "--seed", "0,1",
-            *[f"--set={k}={v}" for k, v in settings.items() if k != "seed"]]
+            *set_options(settings, ("seed",))]
     moments = random.Random(17)
     kills = 0
     for _ in range(3):  # each kill lands after some progress, at a random moment after it

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import set_options
 from test_sweep import TINY, same_weights
 
 from satsim.cli.main import cli
@@ -36,7 +37,7 @@ def test_a_ray_sweep_equals_the_local_sweep_bit_for_bit(tmp_path):
     result = CliRunner().invoke(cli, [
         "sweep", "--out", str(tmp_path / "ray"), "--seed", "0,1,2,3", "--engine", "ray",
         "--cpus-per-run", "1", "--json",
-        *[f"--set={k}={v}" for k, v in TINY.items() if k != "seed"]], catch_exceptions=False)
+        *set_options(TINY, ("seed",))], catch_exceptions=False)
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert without_timing(rows) == without_timing(local)
     assert [row["theta_norm"] for row in rows] == [row["theta_norm"] for row in local]
@@ -112,7 +113,7 @@ def test_runs_on_cuda_ask_ray_for_a_gpu():
 def test_more_cpus_per_run_than_any_node_has_are_refused_instead_of_waiting(tmp_path):
     result = CliRunner().invoke(cli, [
         "sweep", "--out", str(tmp_path / "ray"), "--seed", "0", "--engine", "ray",
-        "--cpus-per-run", str(RAY_CPUS + 1), *[f"--set={k}={v}" for k, v in TINY.items()
-                                               if k != "seed"]], standalone_mode=False)
+        "--cpus-per-run", str(RAY_CPUS + 1), *set_options(TINY, ("seed",))],
+        standalone_mode=False)
     assert str(result.exception) == (f"--cpus-per-run {RAY_CPUS + 1}: the Ray cluster's largest "
                                      f"node has {RAY_CPUS} CPUs; give at most {RAY_CPUS}")
