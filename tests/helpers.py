@@ -160,3 +160,18 @@ def set_options(settings: dict, leave_out: tuple[str, ...] = ()) -> list[str]:
     """``--set KEY=VALUE`` for each setting, less ``leave_out`` and the empty ones (an empty
     setting is its default, and satsim refuses an empty value given on the command line)."""
     return [f"--set={k}={v}" for k, v in settings.items() if k not in leave_out and v != ""]
+
+
+def stack_sizes(monkeypatch) -> list[int]:
+    """The sizes of the stacks that satsim.training.group.train_group trains, as they start."""
+    from satsim.training import group as group_module
+
+    stacks: list[int] = []
+    real = group_module.train_group
+
+    def spy(configs, runs, **options):
+        stacks.append(len(configs))
+        return real(configs, runs, **options)
+
+    monkeypatch.setattr(group_module, "train_group", spy)
+    return stacks

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from helpers import run_satsim
+from helpers import run_satsim, stack_sizes
 from test_cli_errors import one_error_line
 
 import languages
@@ -126,16 +126,7 @@ def test_a_finished_benchmark_reruns_without_training_and_prints_the_same_rows(r
 
 def test_models_trained_as_one_stack_give_the_table_of_models_trained_one_by_one(
         reference, tmp_path, monkeypatch):
-    from satsim.training import group as group_module
-
-    stacks = []
-    real = group_module.train_group
-
-    def spy(configs, runs, **options):
-        stacks.append(len(configs))
-        return real(configs, runs, **options)
-
-    monkeypatch.setattr(group_module, "train_group", spy)
+    stacks = stack_sizes(monkeypatch)
     _, rows = reference
     stacked = benchmark(tmp_path / "stacked", "--group-size", "4")
     assert stacks == [4]  # both languages share an architecture and alphabet size

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from helpers import stack_sizes
 
 from satsim.model.io import load_spec
 from satsim.training.config import TrainConfig
@@ -230,16 +231,7 @@ def test_a_sweep_in_stacks_gives_the_rows_of_the_sweep_run_by_run(tmp_path, monk
     from click.testing import CliRunner
 
     from satsim.cli.main import cli
-    from satsim.training import group as group_module
-
-    stacks = []
-    real = group_module.train_group
-
-    def spy(configs, runs, **options):
-        stacks.append(len(configs))
-        return real(configs, runs, **options)
-
-    monkeypatch.setattr(group_module, "train_group", spy)
+    stacks = stack_sizes(monkeypatch)
     fixed = [f"--set={key}={value}" for key, value in
              {**BASE, "steps": 60, "checkpoint_every": 30, "log_every": 30}.items()]
     tables = {}

@@ -341,22 +341,23 @@ def _outcomes(head: Head, mask: str, side: str, qc: int, bos_set, pos_set) -> li
     return sorted(outs)
 
 
+def _joined(terms, word: str, unit: str, zero: str) -> str:
+    """Formula strings joined by ``word``; ``unit`` drops out and ``zero`` absorbs the rest."""
+    terms = [t for t in dict.fromkeys(terms) if t != unit]
+    if zero in terms:
+        return zero
+    return unit if not terms else terms[0] if len(terms) == 1 else \
+        "(" + f" {word} ".join(terms) + ")"
+
+
 def _any(terms) -> str:
     """The disjunction of formula strings, "False" when there are none."""
-    terms = [t for t in dict.fromkeys(terms) if t != "False"]
-    if "True" in terms:
-        return "True"
-    return "False" if not terms else terms[0] if len(terms) == 1 else \
-        "(" + " or ".join(terms) + ")"
+    return _joined(terms, "or", "False", "True")
 
 
 def _all(terms) -> str:
     """The conjunction of formula strings, "True" when there are none."""
-    terms = [t for t in dict.fromkeys(terms) if t != "True"]
-    if "False" in terms:
-        return "False"
-    return "True" if not terms else terms[0] if len(terms) == 1 else \
-        "(" + " and ".join(terms) + ")"
+    return _joined(terms, "and", "True", "False")
 
 
 def _not(term: str) -> str:

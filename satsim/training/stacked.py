@@ -47,6 +47,12 @@ def check_stackable(spec: ModelSpec) -> None:
         raise ValueError("a stacked model needs sequential blocks and plain positions")
 
 
+ROW_QUANTUM = 64
+"""A row's length is a multiple of this: torch's vectorised element loops (the optimiser's
+update) then never leave a scalar tail inside a row, whose rounding (no fused multiply-add)
+would make a model's update depend on how many models share the stack."""
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where each tensor of one model lives in the flat row of P values."""
@@ -66,7 +72,7 @@ class Layout:
                 shape = (max(spec.tensors()[EMBEDDING].shape[0] for spec in specs), *shape[1:])
             shapes[name], offsets[name] = shape, size
             size += math.prod(shape)
-        return cls(specs[0], shapes, offsets, size)
+        return cls(specs[0], shapes, offsets, -(-size // ROW_QUANTUM) * ROW_QUANTUM)
 
     def views(self, flat: Tensor) -> dict[str, Tensor]:
         """Each tensor as a view of the flat buffer, (M, *shape)."""
