@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 import pytest
 from helpers import random_spec
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from satsim import Simulator, load_spec, save_spec
@@ -72,14 +72,17 @@ def _members(scores, width):
 
 @MODEST
 @given(near_ties())
+@example((1.0, np.array([-0.999, -1.999]), np.array([0.0, 0.0])))  # a gap of 2^-53 at the edge
 def test_tolerant_hard_is_the_exact_mean_over_the_keys_within_delta(case):
     width, scores, values = case
     engine, reference = _run("saturated", scores, values, atol=width, rtol=0.0)
     members = _members(scores, width)
     best = Fraction(float(max(scores)))
+    edge = 4 * Fraction(math.ulp(max(abs(float(max(scores))), width,  # fl(M − δ)'s rounding
+                                     abs(float(max(scores)) - width))))
     for s, member in zip(scores, members):  # the float threshold is the exact one off its edge
         exact_gap = best - Fraction(float(s)) - Fraction(width)
-        if abs(exact_gap) > 4 * Fraction(math.ulp(float(max(scores)) + width)):
+        if abs(exact_gap) > edge:
             assert member == (exact_gap <= 0)
     chosen = [Fraction(float(x)) for x, m in zip(values, members) if m]
     expected = float(sum(chosen) / len(chosen))
