@@ -175,3 +175,17 @@ def stack_sizes(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(group_module, "train_group", spy)
     return stacks
+
+
+def leaf_commands(group=None, prefix: tuple[str, ...] = ()):
+    """(words that name it, command) for every satsim command, inside groups too (benchmark
+    flare)."""
+    import click
+
+    from satsim.cli.main import cli
+
+    for name, command in sorted((group or cli).commands.items()):
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, (*prefix, name))
+        else:
+            yield (*prefix, name), command

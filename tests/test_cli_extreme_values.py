@@ -28,8 +28,8 @@ from pathlib import Path
 
 import click
 import pytest
+from helpers import leaf_commands
 
-from satsim.cli.main import cli
 from satsim.cli.options import MAX_COUNT
 
 CAP = 4 * 2**30
@@ -102,15 +102,6 @@ SETUP: dict[tuple[str, ...], list[list[str]]] = {
                    "cpu"]],
 }
 """Command lines run before a command's cases (not checked): what its BASE reads."""
-
-
-def leaf_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):
-    """(words that name it, command) for every command, inside groups too (benchmark flare)."""
-    for name, command in sorted(group.commands.items()):
-        if isinstance(command, click.Group):
-            yield from leaf_commands(command, (*prefix, name))
-        else:
-            yield (*prefix, name), command
 
 
 def _is_integer(kind: click.ParamType) -> bool:

@@ -15,8 +15,9 @@ import sys
 
 import click
 import pytest
+from helpers import leaf_commands
 
-from satsim.cli.main import cli, main
+from satsim.cli.main import main
 from satsim.cli.options import NonEmptyPath, OutputPath, PlotPath
 
 
@@ -60,15 +61,6 @@ def _base_arguments(command: click.Command, tmp: str) -> list[str]:
               "model": f"{tmp}/model"}
     return [values[p.name] for p in command.params
             if isinstance(p, click.Argument) and p.required]
-
-
-def leaf_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):
-    """(words that name it, command) for every command, inside groups too (benchmark flare)."""
-    for name, command in sorted(group.commands.items()):
-        if isinstance(command, click.Group):
-            yield from leaf_commands(command, (*prefix, name))
-        else:
-            yield (*prefix, name), command
 
 
 def cases(tmp: str) -> list[tuple[tuple[str, ...], list[str], str]]:
