@@ -200,7 +200,7 @@ def sdpa_kernels(run: Run, fn: Callable[[], object]) -> list[str]:
 
 def stage_tests(run: Run, cap: float, result: dict) -> None:
     """pytest -m cuda on the test files that mark tests cuda; counts from its JUnit XML."""
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
                    if "mark.cuda" in p.read_text())
     result["files"] = files
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,8 +1,8 @@
 """Peak resident memory of one long string through a spec with a content-dependent head.
 
 Run: python bench/memory.py [--length 100000]. A child process builds a random float32 spec
-(tests/helpers.random_spec: 1 layer, 1 causal head, no positional encoding, so that the head's
-scores depend on content only), runs one string of ``--length`` symbols through the saturated
+(tests/support/helpers.random_spec: 1 layer, 1 causal head, no positional encoding, so that the
+head's scores depend on content only), runs one string of ``--length`` symbols through the saturated
 simulator, and reports its peak RSS (ru_maxrss) and time; the parent writes
 bench/results/memory.json.
 """
@@ -20,7 +20,7 @@ from _common import machine, run_child, write
 
 
 def child(length: int) -> dict:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
     import numpy as np
     from helpers import random_spec
 

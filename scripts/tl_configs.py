@@ -1,6 +1,6 @@
 """Seeded TransformerLens HookedTransformer configs and float64 fixtures for the TL importer.
 
-The configs are in tests/tl_variants.py (the live tests build them too).
+The configs are in tests/support/tl_variants.py (the live tests build them too).
 
 Run: `python scripts/tl_configs.py [--out tests/data/tl] [--check-unsupported]` in an
 environment with transformer-lens 3.x and torch. satsim is never imported here: the fixtures
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 from tl_variants import (  # noqa: E402  (the configs live beside the tests that use them)
     FEATURE_FREE,
     KEPT_WITHOUT_FEATURE,

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import file_size_limit, random_spec
 
 from satsim.model.io import load_spec, save_spec
 from satsim.output import (
@@ -21,6 +20,7 @@ from satsim.output import (
     save_figure,
     write_text_atomically,
 )
+from tests.support.helpers import file_size_limit, random_spec
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 PACKAGES = [Path(__file__).parent.parent / name for name in ("satsim", "languages")]

@@ -9,7 +9,6 @@ import json
 
 import numpy as np
 import pytest
-from helpers import random_spec
 from safetensors.numpy import save_file
 
 import languages
@@ -20,6 +19,7 @@ from satsim.model.io import spec_config
 from satsim.model.spec import map_tensors
 from satsim.saturation.safety import check_scale
 from satsim.saturation.scaling import scale_spec
+from tests.support.helpers import random_spec
 
 DYCK1 = constructions.build("dyck1")
 

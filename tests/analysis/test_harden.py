@@ -8,11 +8,9 @@ softmax run, on strings the search never saw (another seed).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import run_satsim
 
 import languages
 from satsim import Simulator, load_spec
@@ -22,8 +20,10 @@ from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.readout import next_symbol_sets
 from satsim.reference.attention import class_count
 from satsim.reference.forward import forward
+from tests.support.helpers import run_satsim
+from tests.support.paths import DATA
 
-ZOO = Path(__file__).parent / "data" / "zoo"
+ZOO = DATA / "zoo"
 BINS = ((0, 20), (21, 60))
 
 

@@ -1,7 +1,6 @@
 """Representation similarity (Figure 4), homogeneity curves (Figure 5), and their helpers."""
 
 import numpy as np
-from helpers import random_spec
 
 from satsim.analysis.measures import (
     flat_cosine,
@@ -11,6 +10,7 @@ from satsim.analysis.measures import (
     token_cosine,
 )
 from satsim.papers.homogeneity import EncoderSizes, random_encoder
+from tests.support.helpers import random_spec
 
 
 def test_cosines_of_rows_handle_zero_rows_and_scale():

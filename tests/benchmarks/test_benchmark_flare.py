@@ -19,8 +19,6 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from helpers import run_satsim, stack_sizes
-from test_cli_errors import one_error_line
 
 import languages
 from satsim.analysis.strings import bin_seed
@@ -31,6 +29,8 @@ from satsim.model.io import load_spec
 from satsim.saturation import exact_limit
 from satsim.soft import SoftTransformer
 from satsim.training.checkpoint import spec_path
+from tests.cli.test_cli_errors import one_error_line
+from tests.support.helpers import run_satsim, stack_sizes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TINY = {"steps": 40, "train_size": 60, "eval_size": 10, "layers": 1, "d_model": 8, "heads": 1,

@@ -5,7 +5,8 @@ Ray comes with the test extra, so a missing Ray is an error here, not a skip; wi
 """
 
 import pytest
-from test_benchmark_flare import benchmark, reference, tables  # noqa: F401 (a fixture)
+
+from tests.benchmarks.test_benchmark_flare import benchmark, reference, tables  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
 

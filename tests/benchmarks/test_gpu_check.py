@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "gpu_check.py"
+from tests.support.paths import BENCH
+
+SCRIPT = BENCH / "gpu_check.py"
 STAGES = ["tests", "throughput", "training", "homogeneity", "attention", "batched"]
 
 

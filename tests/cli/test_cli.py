@@ -6,10 +6,10 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import random_spec, run_satsim
 
 from satsim import constructions
 from satsim.model.io import save_spec
+from tests.support.helpers import random_spec, run_satsim
 
 satsim = run_satsim
 

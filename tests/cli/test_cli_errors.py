@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import file_size_limit, run_satsim
 
 from satsim.errors import SatsimError
 from satsim.model.io import save_spec
+from tests.support.helpers import file_size_limit, run_satsim
+from tests.support.paths import EXAMPLES, REPO
 
 
 def one_error_line(result) -> str:
@@ -345,7 +346,7 @@ def test_bytes_that_are_not_utf8_are_a_bad_symbol_not_a_traceback(args):
     code = ("import sys; from satsim.cli.main import main; "
             "sys.argv = ['satsim', *sys.argv[1:]]; main()")
     done = subprocess.run([sys.executable, "-c", code, *args], input=b"(\xff)\n",
-                          capture_output=True, timeout=600, cwd=Path(__file__).parent.parent)
+                          capture_output=True, timeout=600, cwd=REPO)
     assert done.returncode == 2
     assert done.stderr.decode().startswith("error: symbol '\\udcff' at position 1 is not in")
     assert len(done.stderr.splitlines()) == 1
@@ -368,7 +369,7 @@ def test_compile_refuses_to_write_the_model_over_its_program(tmp_path):
 
 
 def test_verify_refuses_long_strings_beyond_memory_naming_its_own_options():
-    program = str(Path(__file__).resolve().parent.parent / "examples" / "dyck1.crasp")
+    program = str(EXAMPLES / "dyck1.crasp")
     line = one_error_line(run_satsim("verify", program, "--long", "1000000000"))
     assert "--long 1,000,000,000 strings" in line and "lower --long or --long-len" in line
     patch = ("import satsim.rasp.verify\n"

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import click
 import pytest
-from helpers import leaf_commands
 
 from satsim.cli.options import MAX_COUNT
+from tests.support.helpers import leaf_commands
+from tests.support.paths import DATA, EXAMPLES, REPO
 
 CAP = 4 * 2**30
 """The address-space cap of a child (resource.RLIMIT_AS): past it, an allocation fails."""
@@ -91,12 +92,12 @@ ARGUMENTS: dict[tuple[str, ...], dict[str, str]] = {
     ("run",): {"strings": "()"}, ("trace",): {"string": "()"},
     ("verify",): {"path": "{tmp}/program.crasp"}, ("report",): {"run_dir": "{tmp}/run"},
     ("extract",): {"path": "{tmp}/model.safetensors"},
-    ("harden",): {"model": str(Path(__file__).parent / "data" / "zoo" / "bce_aastar")},
+    ("harden",): {"model": str(DATA / "zoo" / "bce_aastar")},
 }
 """The arguments of each BASE line, by name (they follow the options)."""
 
 SETUP: dict[tuple[str, ...], list[list[str]]] = {
-    ("extract",): [["compile", str(Path(__file__).parents[1] / "examples" / "first.brasp"), "-o",
+    ("extract",): [["compile", str(EXAMPLES / "first.brasp"), "-o",
                     "{tmp}/model.safetensors"]],
     ("report",): [["train", *TINY_TRAIN, "--steps", "4", "--out", "{tmp}/run", "--device",
                    "cpu"]],
@@ -351,9 +352,10 @@ def run_cases(name: tuple[str, ...], chosen: list, tmp: Path) -> dict[str, dict]
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     while pending:
-        child = subprocess.Popen([sys.executable, str(Path(__file__).with_name(
-            "cli_case_runner.py"))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp)
+        child = subprocess.Popen(
+            [sys.executable, str(REPO / "tests" / "support" / "cli_case_runner.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env=env, cwd=tmp)
         child.stdin.write(json.dumps({"cap": CAP, "cases": pending}))
         child.stdin.close()
         running, deadline = None, None

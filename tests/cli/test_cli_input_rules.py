@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import run_satsim
-from test_cli_errors import one_error_line, patched_satsim
 
 from satsim.model.io import save_spec
+from tests.cli.test_cli_errors import one_error_line, patched_satsim
+from tests.support.helpers import run_satsim
 
 PROGRAM = 'alphabet = "ab"\naccept = count(Q("a")) > count(Q("b"))\n'
 

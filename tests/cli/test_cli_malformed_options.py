@@ -15,10 +15,10 @@ import sys
 
 import click
 import pytest
-from helpers import leaf_commands
 
 from satsim.cli.main import main
 from satsim.cli.options import NonEmptyPath, OutputPath, PlotPath
+from tests.support.helpers import leaf_commands
 
 
 class Reached(Exception):

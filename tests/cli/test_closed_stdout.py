@@ -4,12 +4,12 @@ file still succeeds."""
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from test_report import make_run
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+from tests.support.paths import EXAMPLES
+from tests.training.test_report import make_run
+
 CLOSED = "standard output is closed, so the output was lost; redirect it to a file (> FILE) or " \
          "to /dev/null"
 

@@ -3,9 +3,8 @@
 import subprocess
 import sys
 
-from test_report import make_run
-
 from satsim.cli.progress import elapsed
+from tests.training.test_report import make_run
 
 EVERY_UPDATE = "import satsim.cli.progress as progress\nprogress.LINE_EVERY = 0.0"
 

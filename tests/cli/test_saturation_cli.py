@@ -3,13 +3,13 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
-from helpers import random_spec, run_satsim
 
 from satsim.model.io import save_spec
+from tests.support.helpers import random_spec, run_satsim
+from tests.support.paths import BENCH
 
 satsim = run_satsim
 
@@ -45,7 +45,7 @@ def test_saturation_table_for_a_saved_model(tmp_path):
     (["saturation", "--lang", "dyck1", "--rates", "embed"], "a rate is PATTERN=NUMBER"),
     (["saturation", "--model", "missing.safetensors"], "no such weights file"),
     (["saturation", "--lang", "dyk1", "--model",  # a mistyped oracle is not dropped silently
-      str(Path(__file__).parent.parent / "bench/models/dyck1-none.safetensors")],
+      str(BENCH / "models/dyck1-none.safetensors")],
      "unknown language 'dyk1'"),
     (["show", "--lang", "parity-odd"], "has no built-in construction"),
 ])

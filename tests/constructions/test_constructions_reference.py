@@ -7,7 +7,6 @@ the language oracle's answers on every short string and a balanced sample.
 
 import numpy as np
 import pytest
-from twin_check import construction_strings
 
 import languages
 from satsim import Simulator, constructions
@@ -15,6 +14,7 @@ from satsim.analysis.measures import decide
 from satsim.analysis.scoring import is_correct
 from satsim.model.readout import next_symbol_sets
 from satsim.reference.forward import forward
+from tests.support.twin_check import construction_strings
 
 CASES = [(name, task) for name in constructions.names() for task in ("recognition", "next-symbol")]
 

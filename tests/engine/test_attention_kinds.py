@@ -16,7 +16,6 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-from helpers import random_spec
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from satsim.errors import SatsimError
 from satsim.model.spec import AttentionSpec
 from satsim.reference import attention as ref
 from satsim.reference.forward import forward
+from tests.support.helpers import random_spec
 
 MODEST = settings(max_examples=60, deadline=None)
 WIDTHS = st.sampled_from([1e-12, 1e-9, 1e-6, 0.01, 0.02, 0.1, 0.5, 1.0, 3.0])

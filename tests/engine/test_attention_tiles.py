@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_attention import HARD_KINDS, Case, assert_matches_reference, cases, run
 
 from satsim.engine.attend import attention
 from satsim.engine.kernels import layers, tiles
+from tests.engine.test_attention import HARD_KINDS, Case, assert_matches_reference, cases, run
 
 MODEST = settings(max_examples=60, deadline=None)
 

@@ -4,12 +4,12 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import architectures, random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from satsim import AttentionSettings, SatsimError, Simulator
 from satsim.reference.forward import forward
+from tests.support.helpers import architectures, random_spec
 
 ARCHITECTURES = architectures()
 STRINGS = st.lists(st.text(alphabet="ab", max_size=20), min_size=1, max_size=6)

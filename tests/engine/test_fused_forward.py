@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import architectures, random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from satsim.engine.program import forward_fused, fuse
 from satsim.model.encoding import encode
 from satsim.model.spec import OutputSpec
 from satsim.reference.forward import forward
+from tests.support.helpers import architectures, random_spec
 
 KINDS = ["saturated", "unique-left", "unique-right", "softmax"]
 ARCHITECTURES = architectures(

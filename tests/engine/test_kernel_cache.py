@@ -14,16 +14,17 @@ from pathlib import Path
 import pytest
 
 from satsim.model.settings import ATTENTION_KINDS
+from tests.support.paths import REPO
 
-TESTS = str(Path(__file__).parent)
+REPO_ROOT = str(REPO)
 FAST_NOTICE = "compiling the whole-model kernel for the fast attention paths"
 FULL_NOTICE = "compiling the whole-model kernel for every attention path"
 
 RUN_EVERY_KIND = """
 import sys
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {repo!r})
 import numpy as np
-from helpers import random_spec
+from tests.support.helpers import random_spec
 from satsim import AttentionSettings, Simulator, constructions
 from satsim.engine.kernels import fused
 from satsim.reference.forward import forward
@@ -86,7 +87,7 @@ def test_every_attention_kind_runs_both_variants_from_the_cache(cache_of_both_va
     # Before the variants had names of their own, both compiled first in their process shared
     # one symbol name; loaded together, the full one ran with the fast one's environment:
     # "NRT_adapt_ndarray_to_python: descr is NULL".
-    done = _python(RUN_EVERY_KIND.format(tests=TESTS), cache_of_both_variants, kind)
+    done = _python(RUN_EVERY_KIND.format(repo=REPO_ROOT), cache_of_both_variants, kind)
     assert "compiling" not in done.stderr
     for line in done.stdout.splitlines():
         hits, misses = map(int, line.split())

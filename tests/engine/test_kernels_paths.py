@@ -7,10 +7,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_attention import CODES, Case, assert_matches_reference, cases, reference
 
 from satsim import Simulator, constructions
 from satsim.engine.attend import attention
@@ -22,6 +20,8 @@ from satsim.model.architecture import counting_heads
 from satsim.model.encoding import embed, encode
 from satsim.model.settings import AttentionSettings, default_tolerance
 from satsim.model.spec import default_scale
+from tests.engine.test_attention import CODES, Case, assert_matches_reference, cases, reference
+from tests.support.helpers import random_spec
 
 MODEST = settings(max_examples=40, deadline=None)
 

@@ -3,9 +3,9 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from satsim.engine.kernels import COMPILE_SECONDS
+from tests.support.paths import REPO
 
 SCRIPT = """
 from satsim.engine.kernels import cold_kernels, announce_compile
@@ -32,11 +32,12 @@ def test_cold_cache_is_announced_without_compiling(tmp_path):
 
 
 def test_warm_cache_is_quiet():
-    tests = str(Path(__file__).parent)
+    repo = str(REPO)
     subprocess.run([sys.executable, "-c", "from satsim import Simulator, constructions; "
                     "Simulator(constructions.build('dyck1')).accepts(['()']); "
-                    f"import sys; sys.path.insert(0, {tests!r}); "
-                    "from helpers import random_spec; Simulator(random_spec(0)).logits(['ab']); "
+                    f"import sys; sys.path.insert(0, {repo!r}); "
+                    "from tests.support.helpers import random_spec; "
+                    "Simulator(random_spec(0)).logits(['ab']); "
                     "Simulator(constructions.build('dyck1'), fused=False).accepts(['()']); "
                     "import numpy as np; from satsim import saturated_attention; "
                     "x = np.random.default_rng(0).standard_normal((1, 512, 2)).astype(np.float32); "

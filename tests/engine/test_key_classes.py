@@ -7,15 +7,15 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from helpers import random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_attention import HARD_KINDS, Case, assert_matches_reference, run
-from test_attention_tiles import fused_only
-from test_fused_forward import assert_same, batch_logits, quantized
 
 from satsim import Simulator
 from satsim.engine.kernels import classes, tiles
+from tests.engine.test_attention import HARD_KINDS, Case, assert_matches_reference, run
+from tests.engine.test_attention_tiles import fused_only
+from tests.engine.test_fused_forward import assert_same, batch_logits, quantized
+from tests.support.helpers import random_spec
 
 MODEST = settings(max_examples=50, deadline=None)
 

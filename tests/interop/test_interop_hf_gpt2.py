@@ -14,13 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import run_satsim
 
 from satsim import Simulator, load_spec, save_spec
 from satsim.errors import SatsimError
 from satsim.interop.hf_gpt2 import from_hf_gpt2
+from tests.support.helpers import run_satsim
+from tests.support.paths import DATA
 
-ZOO = Path(__file__).parent / "data" / "zoo"
+ZOO = DATA / "zoo"
 MODELS = ["bce_D2", "bce_aastar", "bce_tomita4"]
 
 

@@ -6,7 +6,6 @@ them with tracr-pypi 1.0.0). The live test compiles a program when tracr is inst
 """
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ from satsim.errors import SatsimError
 from satsim.interop.tracr import load_tracr_fixture, spec_from_tracr_arrays
 from satsim.model.readout import Tie
 from satsim.model.spec import PositionalSpec
+from tests.support.paths import DATA, REPO
 
-FIXTURES = sorted((Path(__file__).parent / "data" / "tracr").glob("*.json"))
+FIXTURES = sorted((DATA / "tracr").glob("*.json"))
 
 
 def agrees(outputs: list, expected: list, atol: float, argmax: bool = False) -> bool:
@@ -160,8 +160,7 @@ def test_import_refuses_what_tracr_does_not_make():
 
 LIVE_CHECK = """
 import itertools, sys
-sys.path.insert(0, "tests")
-from test_interop_tracr import agrees
+from tests.interop.test_interop_tracr import agrees
 from tracr.compiler import compiling, lib
 from tracr.rasp import rasp
 from dataclasses import replace
@@ -227,6 +226,6 @@ def test_live_compile_matches_rasp_and_tracr():
     import sys
 
     result = subprocess.run([sys.executable, "-c", LIVE_CHECK], capture_output=True, text=True,
-                            timeout=600)
+                            timeout=600, cwd=REPO)  # the check imports tests.interop
     assert result.returncode == 0, result.stderr[-2000:]
     assert "checked 120" in result.stdout and "refused" in result.stdout

@@ -13,8 +13,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from tl_fixtures import NAMES, load, with_settings
-from tl_variants import SUPPORTED, UNSUPPORTED, Variant, build_model, make_tokens
 
 from satsim.engine.batch import forward_batch
 from satsim.errors import SatsimError
@@ -22,6 +20,8 @@ from satsim.interop import from_transformer_lens
 from satsim.model.settings import AttentionSettings
 from satsim.saturation import limit_signs
 from satsim.soft import SoftTransformer
+from tests.support.tl_fixtures import NAMES, load, with_settings
+from tests.support.tl_variants import SUPPORTED, UNSUPPORTED, Variant, build_model, make_tokens
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

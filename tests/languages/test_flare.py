@@ -10,17 +10,17 @@ satsim's code.
 import filecmp
 import json
 import math
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from lang_refs import REFERENCE
 
 import languages
 from languages import EOS, LanguageError, datasets, flare
 from satsim.cli.main import cli
+from tests.support.lang_refs import REFERENCE
+from tests.support.paths import DATA
 
-FIXTURE = Path(__file__).parent / "data" / "flare"
+FIXTURE = DATA / "flare"
 FOLDERS = sorted(p.name for p in FIXTURE.iterdir())
 BUTOI = languages.references.BUTOI_FLARE
 

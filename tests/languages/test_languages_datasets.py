@@ -4,12 +4,12 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from helpers import run_satsim
-from lang_refs import REFERENCE
 
 import languages
 from languages import EOS, LanguageError, datasets
 from satsim.cli.main import cli
+from tests.support.helpers import run_satsim
+from tests.support.lang_refs import REFERENCE
 
 
 def run(*args):

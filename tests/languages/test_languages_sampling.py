@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lang_refs import REFERENCE, all_strings, members
 
 import languages
 from languages import LanguageError, paths
 from languages.base import EDITS
 from languages.binary import PiecewiseGeometric, _geometric_total
 from languages.exact import WeightedChoice, refine_choice, uniform_below
+from tests.support.lang_refs import REFERENCE, all_strings, members
 
 NAMES = languages.names()
 

@@ -11,10 +11,10 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lang_refs import REFERENCE, all_strings, completion_bound, members
 
 import languages
 from languages import EOS, LanguageError
+from tests.support.lang_refs import REFERENCE, all_strings, completion_bound, members
 
 NAMES = languages.names()
 REQUIRED = {

@@ -12,11 +12,8 @@ import mpmath
 import numpy as np
 import pytest
 import torch
-from helpers import random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mp_oracle import ACTIVATIONS as MP_ACTIVATIONS
-from mp_oracle import mp_logits
 
 from satsim import Simulator, SpecError, load_spec, save_spec
 from satsim.engine.kernels.layers import ACTIVATION_CODES, affine
@@ -27,6 +24,9 @@ from satsim.saturation import network_graph
 from satsim.saturation.limit import leading_order
 from satsim.soft import SoftTransformer
 from satsim.soft.model import ACTIVATIONS as TORCH_ACTIVATIONS
+from tests.support.helpers import random_spec
+from tests.support.mp_oracle import ACTIVATIONS as MP_ACTIVATIONS
+from tests.support.mp_oracle import mp_logits
 
 OPTIONS = [
     {"activation": "gelu"}, {"activation": "gelu_tanh"}, {"activation": "silu"},

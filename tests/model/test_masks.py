@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers import random_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ from satsim.model.masks import MASKS, allowed_count, allowed_matrix, key_range
 from satsim.model.spec import AttentionSpec
 from satsim.reference import attention as ref
 from satsim.reference.forward import forward
+from tests.support.helpers import random_spec
 
 KINDS = ["saturated", "unique-left", "unique-right", "softmax"]
 DEFINITION = {"causal": lambda i, j: j <= i, "bidirectional": lambda i, j: True,

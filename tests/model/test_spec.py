@@ -3,11 +3,11 @@ import json
 
 import numpy as np
 import pytest
-from helpers import random_spec, run_satsim
 from safetensors.numpy import save_file
 
 from satsim import AttentionSpec, SpecError, WeightsFileError, constructions
 from satsim.model.io import load_spec, save_spec, spec_config
+from tests.support.helpers import random_spec, run_satsim
 
 
 def test_shape_mismatch_names_the_tensor():

@@ -6,7 +6,6 @@ import random
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import run_satsim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from satsim.model.io import load_spec, save_spec
 from satsim.model.readout import Tie, categorical
 from satsim.model.spec import ModelSpec, OutputSpec
 from satsim.saturation.signs import LimitPredictor, limit_signs
+from tests.support.helpers import run_satsim
 
 rng = random.Random(15)
 

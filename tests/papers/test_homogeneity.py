@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers import run_satsim
 
 from satsim.errors import SatsimError
 from satsim.papers.homogeneity import PROTOCOLS, SCALES, EncoderSizes, random_encoder
 from satsim.papers.homogeneity.authors import AuthorsTwin
 from satsim.papers.homogeneity.curves import Variant, random_sequences, seed_curve
 from satsim.soft import SoftTransformer
+from tests.support.helpers import run_satsim
 
 TINY = EncoderSizes(layers=2, d_model=12, heads=3, d_ff=8, length=6, sequences=3)
 

@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import pytest
 import torch
-from helpers import run_satsim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from satsim.papers.projection.gradient import (
     projection_terms,
     scaled_parameters,
 )
+from tests.support.helpers import run_satsim
 
 SCALES = [1, 2, 3, 5, 8, 13, 21, 34, 55, 1000]
 N = 64

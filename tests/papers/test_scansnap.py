@@ -4,7 +4,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +24,9 @@ from satsim.papers.scan_snap.train import (  # noqa: E402
     seed_batches,
     train,
 )
+from tests.support.paths import BENCH, DATA  # noqa: E402
 
-AUTHORS_LOGS = json.loads((Path(__file__).parent / "data" / "scan_snap_authors_logs.json")
+AUTHORS_LOGS = json.loads((DATA / "scan_snap_authors_logs.json")
                           .read_text())["runs"]
 
 # 0.999 quantiles of chi-square for the degrees of freedom used below
@@ -347,7 +347,7 @@ def test_grid_agrees_with_an_independent_run_of_the_authors_protocol(small_grid)
     # torch.optim.SGD, 10 seeds per cell. All cells of one K share their seeds in both runs, so
     # one lucky seed set moves a whole K together (here our 6 seeds put K = 3 up to 3.3 standard
     # errors low); hence 4. The next-token-only loss misses the K = 3, r = 1 cells by 10 and 20.
-    bench = Path(__file__).parents[1] / "bench" / "results" / "scan_snap_authors_protocol.json"
+    bench = BENCH / "results" / "scan_snap_authors_protocol.json"
     theirs = {(c["K"], c["eta_z"], c["r"]): np.asarray(c["entropy"])
               for c in json.loads(bench.read_text())["cells"]}
     for cell in small_grid.cells:

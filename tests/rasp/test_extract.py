@@ -11,7 +11,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from rasp_programs import brasp_programs, naive_brasp
 
 from satsim.engine.simulator import Simulator
 from satsim.model.spec import AttentionSpec, BlockSpec
@@ -24,6 +23,7 @@ from satsim.rasp.extract import (
     seen_classes,
     write_program,
 )
+from tests.support.rasp_programs import brasp_programs, naive_brasp
 
 FAST_EXAMPLES = ("first", "a_before_b", "a_then_b", "tomita4")
 

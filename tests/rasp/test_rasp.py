@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rasp_programs import brasp_programs, crasp_programs, naive_brasp, naive_crasp
 
 from satsim import Simulator
 from satsim.errors import SatsimError
@@ -20,6 +19,8 @@ from satsim.rasp import (
     read_program,
 )
 from satsim.rasp.verify import random_strings
+from tests.support.paths import EXAMPLES
+from tests.support.rasp_programs import brasp_programs, crasp_programs, naive_brasp, naive_crasp
 
 
 def strings_up_to(alphabet, n):
@@ -202,7 +203,6 @@ def compiler_names() -> list[str]:
     import inspect
     import keyword
     import re
-    from pathlib import Path
 
     from satsim.rasp import bits, circuit, compile_brasp, compile_crasp, logic
     from satsim.rasp.syntax import RESERVED
@@ -213,7 +213,7 @@ def compiler_names() -> list[str]:
         docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
         found.update(node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
                      and isinstance(node.value, str) and id(node) not in docstrings)
-    for path in sorted((Path(__file__).parents[1] / "examples").glob("*.*rasp")):
+    for path in sorted(EXAMPLES.glob("*.*rasp")):
         found.update(compile_program(read_program(path)).dim_names)
     pieces = {piece for text in found for piece in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
     return sorted(name for name in pieces if not keyword.iskeyword(name)

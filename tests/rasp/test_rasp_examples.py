@@ -10,8 +10,7 @@ import languages
 from satsim import Simulator
 from satsim.rasp import compile_program, interpreter, read_program, verify
 from satsim.rasp.verify import all_strings_up_to
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from tests.support.paths import EXAMPLES
 
 
 def a_before_b(s: str) -> bool:
@@ -60,7 +59,7 @@ def test_example_matches_its_interpreter_and_its_language(name):
 
 
 def test_a_model_carries_its_program_and_show_prints_it(tmp_path):
-    from helpers import run_satsim as run_cli
+    from tests.support.helpers import run_satsim as run_cli
 
     out = tmp_path / "tomita4.safetensors"
     result = run_cli("compile", str(EXAMPLES / "tomita4.brasp"), "-o", str(out))
@@ -76,7 +75,7 @@ def test_a_model_carries_its_program_and_show_prints_it(tmp_path):
 
 
 def test_cli_errors_are_one_line(tmp_path):
-    from helpers import run_satsim as run_cli
+    from tests.support.helpers import run_satsim as run_cli
 
     bad = tmp_path / "bad.crasp"
     bad.write_text('alphabet = "ab"\naccept = count(Q("a"))\n')

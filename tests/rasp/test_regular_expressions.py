@@ -289,7 +289,7 @@ def test_the_batch_refuses_an_expression_past_its_memory_bound():
 
 
 def test_the_command_line(tmp_path):
-    from helpers import run_satsim
+    from tests.support.helpers import run_satsim
 
     decided = run_satsim("decide", "--regex", "a(b|c)*", "--json")
     assert json.loads(decided.stdout) == {
@@ -331,7 +331,7 @@ def test_the_command_line(tmp_path):
 @pytest.mark.parametrize("options", [["--memory", "5"], ["--timeout", "1"], ["--jobs", "1"],
                                      ["--max-len", "3"]])
 def test_batch_options_without_a_batch_are_refused_not_ignored(options):
-    from helpers import run_satsim
+    from tests.support.helpers import run_satsim
 
     result = run_satsim("decide", "--lang", "first", *options)
     assert result.returncode == 2 and result.stdout == ""

@@ -21,6 +21,7 @@ from satsim.rasp import (
 )
 from satsim.rasp import star_free_program as program_text
 from satsim.rasp.automata import language_dfa, minimal_dfa
+from tests.support.paths import REPO
 
 SMALL = 100
 """Languages whose minimal DFA has more states are decided in docs/rasp.md, not here (dyck-3-5's
@@ -241,7 +242,7 @@ def test_the_size_of_a_bounded_dyck_monoid_is_known_before_enumerating_it(kinds,
     ("dyck-1-1000", "deciding dyck-1-1000 (a monoid of 334,835,502 elements on 1,002 states, "
                     "about 12 h) needs about 724.6 GB of memory")])
 def test_deciding_a_dyck_language_too_large_is_refused_before_any_work(name, reason):
-    from helpers import run_satsim
+    from tests.support.helpers import run_satsim
 
     result = run_satsim("decide", "--lang", name)
     assert result.returncode == 2 and result.stdout == ""
@@ -312,12 +313,11 @@ def markdown_table(text: str, header: str) -> dict[str, dict[str, str]]:
 
 def test_the_compiled_sizes_in_docs_rasp_are_the_compilers():
     """The star-free and nesting-program tables of docs/rasp.md, against models compiled now."""
-    from pathlib import Path
 
     from satsim.rasp import model_summary
     from satsim.rasp.holonomy import cascade
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "rasp.md").read_text()
+    text = (REPO / "docs" / "rasp.md").read_text()
     cascades = markdown_table(text, "| language | cascade levels | B-RASP definitions | layers |")
     nesting = markdown_table(text, "| language | B-RASP definitions | layers | heads | d_model |"
                                    " parameters |")

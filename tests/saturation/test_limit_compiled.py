@@ -7,16 +7,15 @@ tie filter kept per query class). Wherever the twin's sign is the same at c = 10
 """
 
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_limit_trained import converged_signs
 
 from satsim.rasp import compile_program, read_program
 from satsim.saturation import limit_signs
+from tests.saturation.test_limit_trained import converged_signs
+from tests.support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PROGRAMS = ("a_before_b.brasp", "tomita4.brasp", "a_then_b.brasp", "first.brasp",
             "majority.crasp", "dyck1.crasp", "anbn.crasp")
 

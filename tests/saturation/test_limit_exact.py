@@ -4,7 +4,6 @@ import itertools
 
 import numpy as np
 import pytest
-from helpers import random_spec
 
 import languages
 from satsim import constructions
@@ -20,6 +19,7 @@ from satsim.reference.forward import layer_norm as reference_layer_norm
 from satsim.saturation import exact_limit, leading_order, run_limit
 from satsim.saturation.series import Series, add, constant, layer_norm, product, relu
 from satsim.soft import SoftTransformer
+from tests.support.helpers import random_spec
 
 
 def evaluate(series, c):

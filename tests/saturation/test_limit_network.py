@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from helpers import random_spec
 
 from satsim import Simulator, constructions
 from satsim.analysis.measures import token_cosine
@@ -18,6 +17,7 @@ from satsim.saturation import (
     scale_spec,
 )
 from satsim.saturation.limit import LIMIT_EPS
+from tests.support.helpers import random_spec
 
 STRINGS = ["abba", "ba", "bbbab", "a"]
 

@@ -4,16 +4,16 @@ high-precision arithmetic (mpmath), on random and adversarial specs searched by 
 from dataclasses import replace
 
 import numpy as np
-from helpers import random_spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mp_oracle import mp_logits, mp_signs
 
 from satsim.model.settings import AttentionSettings
 from satsim.model.spec import map_tensors
 from satsim.reference.forward import forward
 from satsim.saturation import exact_limit
 from satsim.saturation.signs import limit_signs
+from tests.support.helpers import random_spec
+from tests.support.mp_oracle import mp_logits, mp_signs
 
 
 @st.composite

@@ -6,7 +6,6 @@ ties; limit_signs is checked to send exactly the strings with such tie sets to t
 
 
 import numpy as np
-from helpers import random_spec, zero_query
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -15,6 +14,7 @@ from satsim.engine.kernels.tie_values import tie_value_spread
 from satsim.model.masks import MASKS, mask_codes
 from satsim.reference.attention import tie_sets, tie_size
 from satsim.saturation.signs import limit_signs
+from tests.support.helpers import random_spec, zero_query
 
 ATOL = RTOL = 1e-9
 

@@ -7,19 +7,19 @@ converged), `limit_signs` and the exact expansion must give it; the same with W_
 b_Q in the last block, where every string takes the exact expansion.
 """
 
-from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import zero_query
 
 import languages
 from satsim.analysis.strings import test_set as labelled_strings
 from satsim.model.io import load_spec
 from satsim.saturation import exact_limit, limit_signs
 from satsim.soft import SoftTransformer
+from tests.support.helpers import zero_query
+from tests.support.paths import BENCH
 
-MODELS = Path(__file__).resolve().parents[1] / "bench" / "models"
+MODELS = BENCH / "models"
 FIXTURES = ("limit-dyck1-ns-pre-none", "limit-dyck1-ns-post-learned", "limit-dyck1-ns-none-none",
             "limit-dyck1-rec-pre-learned", "limit-dyck1-rec-post-none")
 SCALES = (1e3, 1e4, 1e5)

@@ -13,12 +13,12 @@ and it decides as the simulator through its exact limit (terms below leading ord
 
 import numpy as np
 import pytest
-from twin_check import check_construction, construction_strings
 
 from satsim import Simulator, constructions
 from satsim.analysis.measures import decide
 from satsim.saturation import degrees, exact_limit, leading_order
 from satsim.soft import SoftTransformer
+from tests.support.twin_check import check_construction, construction_strings
 
 TASKS = ["recognition", "next-symbol"]
 CASES = [(name, task) for name in constructions.names() for task in TASKS]

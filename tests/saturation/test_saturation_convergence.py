@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers import random_spec
 
 from satsim.analysis.measures import convergence
 from satsim.model.spec import LayerNormSpec
 from satsim.saturation import leading_order
+from tests.support.helpers import random_spec
 
 SCALES = [1.0, 10.0, 100.0, 1000.0]
 

@@ -12,12 +12,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_attention import cases
 
 from satsim.errors import SatsimError
 from satsim.model.masks import MASKS
 from satsim.reference import attention as ref
 from satsim.soft.hard_attention import saturated_attention, tie_sets
+from tests.engine.test_attention import cases
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 MODEST = settings(max_examples=60, deadline=None)

@@ -5,7 +5,6 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from helpers import random_spec
 
 from satsim import constructions
 from satsim.errors import SatsimError
@@ -13,6 +12,7 @@ from satsim.model.io import spec_config
 from satsim.model.settings import AttentionSettings
 from satsim.reference.forward import forward
 from satsim.soft import SoftTransformer, resolve_device, resolve_dtype
+from tests.support.helpers import random_spec
 
 STRINGS = ["abba", "a", "", "bbbabab", "ab"]
 ARCHITECTURES = list(itertools.product(["none", "pre", "post"], [True, False], [True, False],

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-DATA = Path(__file__).parent / "data" / "tl"
+from tests.support import paths
+
+DATA = paths.DATA / "tl"
 NAMES = sorted(path.stem for path in DATA.glob("*.npz"))
 
 

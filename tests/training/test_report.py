@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import random_spec, run_satsim
 
 import languages
 from satsim import constructions
@@ -21,6 +20,7 @@ from satsim.training import evaluate as evaluate_module
 from satsim.training.evaluate import default_bins, evaluate_bins, soft_predictor
 from satsim.training.fits import FORMS, fit_growth, growth_rate
 from satsim.training.report import build_report, load_run, render
+from tests.support.helpers import random_spec, run_satsim
 
 STEPS = list(range(0, 201, 20))
 

@@ -13,13 +13,13 @@ import time
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import run_satsim, set_options
 
 from satsim.cli.main import cli
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec
 from satsim.training.config import DEFAULTS
 from satsim.training.sweep import collect, plan, run_sweep
+from tests.support.helpers import run_satsim, set_options
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TINY = {**DEFAULTS, "steps": 12, "train_size": 80, "eval_size": 20, "d_model": 8, "d_head": 4,

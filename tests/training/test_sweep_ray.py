@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import set_options
-from test_sweep import TINY, same_weights
 
 from satsim.cli.main import cli
 from satsim.training.runs import run_one
 from satsim.training.sweep import plan, run_sweep
+from tests.support.helpers import set_options
+from tests.training.test_sweep import TINY, same_weights
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread", "ray_cluster")]
 TIMING = ("elapsed", "resumed_from")

@@ -3,7 +3,6 @@
 import json
 import math
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from satsim.training.data import run_data
 from satsim.training.init import initial_spec
 from satsim.training.instruments import cosine, dot, norms, parameter_record
 from satsim.training.loop import Trainer, train
+from tests.support.paths import DATA
 
 FIELDS = {"step", "loss", "accuracy", "norm", "norm_layers", "norm_groups", "grad_projection",
           "update_norm", "update_projection", "direction_cosine", "representation_similarity",
@@ -311,7 +311,7 @@ def test_a_data_path_that_is_no_folder_is_one_line(tmp_path, what):
 
 def test_training_reads_a_flare_folder_and_refuses_it_changed(tmp_path):
     folder = tmp_path / "parity"  # FLaRe's name: the language is parity-odd
-    shutil.copytree(Path(__file__).parent / "data" / "flare" / "parity", folder)
+    shutil.copytree(DATA / "flare" / "parity", folder)
     run = tmp_path / "run"
     args = ["train", "--data", str(folder), "--task", "next-symbol", "--steps", "4",
             "--checkpoint-every", "2", "--log-every", "2", "--d-model", "8", "--d-head", "4",
@@ -335,7 +335,7 @@ def test_training_reads_a_flare_folder_and_refuses_it_changed(tmp_path):
 
 def _data_folder(tmp_path, name="majority"):
     folder = tmp_path / name
-    shutil.copytree(Path(__file__).parent / "data" / "flare" / "majority", folder)
+    shutil.copytree(DATA / "flare" / "majority", folder)
     return folder
 
 

@@ -11,13 +11,13 @@ import time
 import numpy as np
 import pytest
 import torch
-from helpers import stack_sizes
 
 from satsim.model.io import load_spec
 from satsim.training.config import TrainConfig
 from satsim.training.group import group_key, train_group
 from satsim.training.loop import train
 from satsim.training.stacked_optim import StackedOptimizer
+from tests.support.helpers import stack_sizes
 
 BASE = {"task": "recognition", "split": "flare", "positional": "sinusoidal", "layers": 2,
         "d_model": 8, "heads": 2, "d_head": 4, "d_mlp": 16, "steps": 240, "batch_size": 16,
