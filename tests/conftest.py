@@ -1,6 +1,12 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the hypothesis profile of the inner loop."""
 
 import pytest
+from hypothesis import settings
+
+FAST_EXAMPLES = 10
+"""The most examples a hypothesis test runs under ``--hypothesis-profile=fast``."""
+
+settings.register_profile("fast", max_examples=FAST_EXAMPLES, deadline=None)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +37,9 @@ def ray_cluster(request):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Skip the tests marked cuda where torch sees no CUDA GPU (torch is imported only then)."""
+    """Cap hypothesis tests' examples under the fast profile; skip cuda tests without a GPU."""
+    if config.getoption("hypothesis_profile", None) == "fast":
+        _cap_examples(items)
     marked = [item for item in items if item.get_closest_marker("cuda") is not None]
     if not marked:
         return
@@ -42,3 +50,17 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in marked:
         item.add_marker(skip)
+
+
+def _cap_examples(items) -> None:
+    """Run at most FAST_EXAMPLES examples per hypothesis test, whatever its own @settings say.
+
+    A profile sets only the default, and the tests name their own counts, so the cap is put on
+    each test's settings (where @given reads them when the test runs); explicit @example cases
+    still all run.
+    """
+    for item in items:
+        test = getattr(item, "obj", None)
+        own = getattr(test, "_hypothesis_internal_use_settings", None)
+        if own is not None and own.max_examples > FAST_EXAMPLES:
+            test._hypothesis_internal_use_settings = settings(own, max_examples=FAST_EXAMPLES)

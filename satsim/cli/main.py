@@ -7,6 +7,7 @@ import io
 import json
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import NoReturn
 
 import click
@@ -201,15 +202,16 @@ def _stand_in_for_closed_stdout() -> bool:
     return True
 
 
-def main() -> None:
+def main(args: Sequence[str] | None = None) -> None:
     """Entry point: bad input ends in one ``error:`` line (exit 2); a bug keeps its traceback.
 
     Standard output is flushed before the exit, so output that could not be written (a closed
     standard output, a full disk) is an error too, reported once here for every command.
+    ``args`` is the command line after ``satsim`` (default: ``sys.argv[1:]``).
     """
     stdout_closed = _stand_in_for_closed_stdout()
     try:
-        cli.main(prog_name="satsim", standalone_mode=False)
+        cli.main(args=args, prog_name="satsim", standalone_mode=False)
         sys.stdout.flush()
     except OSError as error:
         if stdout_closed and error.errno == errno.EBADF and error.filename is None:

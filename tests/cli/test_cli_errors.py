@@ -1,10 +1,14 @@
 """Bad input ends in one `error:` line with exit code 2; a bug keeps its traceback.
 
-Process-level, as a user meets them: output paths checked before any work, memory estimated
-before it is allocated, integers that would overflow, click's usage errors, a full disk, and
-internal errors raised deep in the simulator.
+Through the entry point, as a user meets them: output paths checked before any work, memory
+estimated before it is allocated, integers that would overflow, click's usage errors, a full
+disk, and internal errors raised deep in the simulator. Most run in this process
+(``invoke_satsim``); those about the process itself (a file size limit, a closed standard
+input, bytes Python decodes) start a fresh one and are marked slow.
 """
 
+import errno
+import importlib
 import os
 import subprocess
 import sys
@@ -14,7 +18,7 @@ import pytest
 
 from satsim.errors import SatsimError
 from satsim.model.io import save_spec
-from tests.support.helpers import file_size_limit, run_satsim
+from tests.support.helpers import file_size_limit, invoke_satsim
 from tests.support.paths import EXAMPLES, REPO
 
 
@@ -34,29 +38,33 @@ def patched_satsim(patch: str, *args: str):
                           timeout=600)
 
 
-def test_an_internal_error_deep_in_the_simulator_keeps_its_traceback():
-    patch = ("import satsim.engine.simulator\n"
-             "def broken(*args, **kwargs):\n"
-             "    raise ValueError('deliberately broken fused kernel')\n"
-             "satsim.engine.simulator.forward_fused = broken")
-    result = patched_satsim(patch, "run", "--lang", "dyck1", "(())")
+def raising(error: BaseException):
+    """A stand-in for a library function that raises ``error`` when called."""
+    def stand_in(*args, **kwargs):
+        raise error
+    return stand_in
+
+
+def test_an_internal_error_deep_in_the_simulator_keeps_its_traceback(monkeypatch):
+    monkeypatch.setattr("satsim.engine.simulator.forward_fused",
+                        raising(ValueError("deliberately broken fused kernel")))
+    result = invoke_satsim("run", "--lang", "dyck1", "(())")
     assert result.returncode == 1
     assert "Traceback" in result.stderr and "in _run_fused" in result.stderr
     assert "ValueError: deliberately broken fused kernel" in result.stderr
     assert "internal error" in result.stderr and "please report it" in result.stderr
-    bad = patched_satsim(patch, "run", "--lang", "dyck1", "(x)")  # bad input: still one line
+    bad = invoke_satsim("run", "--lang", "dyck1", "(x)")  # bad input: still one line
     assert "symbol 'x' at position 1" in one_error_line(bad)
 
 
-def test_evaluation_does_not_read_a_value_error_as_a_bin_without_positives():
-    patch = ("import languages.base\n"
-             "def broken(*args, **kwargs):\n"
-             "    raise ValueError('sampler bug')\n"
-             "languages.base.Language.sample_positive = broken")
-    result = patched_satsim(patch, "eval", "--lang", "dyck1", "-n", "4", "--max-len", "8")
+def test_evaluation_does_not_read_a_value_error_as_a_bin_without_positives(monkeypatch):
+    with monkeypatch.context() as patched:
+        patched.setattr("languages.base.Language.sample_positive",
+                        raising(ValueError("sampler bug")))
+        result = invoke_satsim("eval", "--lang", "dyck1", "-n", "4", "--max-len", "8")
     assert result.returncode == 1 and "ValueError: sampler bug" in result.stderr
     assert "Traceback" in result.stderr
-    odd = run_satsim("eval", "--lang", "dyck1", "-n", "4", "--bins", "3-3", "--json")
+    odd = invoke_satsim("eval", "--lang", "dyck1", "-n", "4", "--bins", "3-3", "--json")
     assert odd.returncode == 0 and '"positives": 0' in odd.stdout  # a real empty bin
 
 
@@ -80,7 +88,7 @@ def test_user_errors_are_not_value_errors():
     (["report", ""], "'RUN': an empty path names nothing"),
 ])
 def test_usage_errors_are_one_line(args, message):
-    line = one_error_line(run_satsim(*args))
+    line = one_error_line(invoke_satsim(*args))
     assert message in line and line.endswith(f"(see 'satsim {args[0]} -h')")
 
 
@@ -111,17 +119,15 @@ def output_cases(tmp_path):
                                   "report --plot", "plot into a folder"])
 def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(tmp_path, case):
     args, message = output_cases(tmp_path)[case]
-    assert message in one_error_line(run_satsim(*args))
+    assert message in one_error_line(invoke_satsim(*args))
     assert not (tmp_path / "missing").exists()
 
 
-def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
-    patch = ("import errno, satsim.analysis.traces\n"
-             "def full(spec, trace, path):\n"
-             "    raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
-             "satsim.analysis.traces.plot_attention = full")
-    result = patched_satsim(patch, "trace", "--lang", "dyck1", "(())", "--plot",
-                            str(tmp_path / "t.png"))
+def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path, monkeypatch):
+    plot = tmp_path / "t.png"
+    monkeypatch.setattr("satsim.analysis.traces.plot_attention",
+                        raising(OSError(errno.ENOSPC, "No space left on device", str(plot))))
+    result = invoke_satsim("trace", "--lang", "dyck1", "(())", "--plot", str(plot))
     assert "the disk is full" in one_error_line(result)
     assert "oracle: '(())' is in dyck1" in result.stdout
 
@@ -134,10 +140,11 @@ def test_a_full_disk_is_one_line_and_the_computed_trace_is_not_lost(tmp_path):
 def test_a_refused_sample_leaves_the_out_file_as_it_was(tmp_path, args):
     out = tmp_path / "d.txt"
     out.write_text("kept\n")
-    one_error_line(run_satsim("sample", "--lang", "dyck1", "-n", "5", *args, "--out", str(out)))
+    one_error_line(invoke_satsim("sample", "--lang", "dyck1", "-n", "5", *args, "--out", str(out)))
     assert out.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["d.txt"]
 
 
+@pytest.mark.slow  # a fresh process: its own file size limit
 def test_a_sample_on_a_full_disk_leaves_the_old_file_and_no_temporary_one(tmp_path):
     out = tmp_path / "d.jsonl"
     out.write_text("kept\n")
@@ -150,7 +157,7 @@ def test_a_sample_on_a_full_disk_leaves_the_old_file_and_no_temporary_one(tmp_pa
                             timeout=600)
     assert "the disk is full (/dev/full)" in one_error_line(device)
     assert not Path("/dev/full").is_file()  # written in place, never renamed onto
-    whole = run_satsim("sample", "--lang", "dyck1", "-n", "20", "--json", "--out", str(out))
+    whole = invoke_satsim("sample", "--lang", "dyck1", "-n", "20", "--json", "--out", str(out))
     assert whole.returncode == 0 and len(out.read_text().splitlines()) == 20
 
 
@@ -159,7 +166,7 @@ def test_a_sample_into_a_link_writes_through_it(tmp_path):
     target, link = tmp_path / "data.jsonl", tmp_path / "link.jsonl"
     target.write_text("kept\n")
     link.symlink_to(target)
-    done = run_satsim("sample", "--lang", "dyck1", "-n", "5", "--json", "--out", str(link))
+    done = invoke_satsim("sample", "--lang", "dyck1", "-n", "5", "--json", "--out", str(link))
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and len(target.read_text().splitlines()) == 5
 
@@ -175,7 +182,7 @@ def test_a_sample_into_a_link_writes_through_it(tmp_path):
     ["saturation", "--lang", "dyck1", "-n", "2000000000"],
 ])
 def test_a_request_too_big_for_memory_is_refused_with_its_size(args):
-    line = one_error_line(run_satsim(*args))
+    line = one_error_line(invoke_satsim(*args))
     assert " GB of memory and " in line and "needs about" in line and "lower" in line
 
 
@@ -184,7 +191,7 @@ def test_a_request_too_big_for_memory_is_refused_with_its_size(args):
                                   ["--train-size", "2147483647"]])
 def test_training_too_big_for_memory_is_refused_before_anything_is_written(tmp_path, args):
     # --d-model 100000 was killed by the kernel at 23 GB; --layers 2147483647 hung.
-    line = one_error_line(run_satsim("train", "--lang", "dyck1", "--steps", "5", "--out",
+    line = one_error_line(invoke_satsim("train", "--lang", "dyck1", "--steps", "5", "--out",
                                      str(tmp_path / "run"), *args))
     assert "needs about" in line and " GB of memory and " in line and "lower --d-model" in line
     assert not (tmp_path / "run").exists()
@@ -196,13 +203,13 @@ def test_training_too_big_for_memory_is_refused_before_anything_is_written(tmp_p
     (["--momentum", "-0.5"], "-0.5 is not in the range 0<=x<1"),
 ])
 def test_training_settings_out_of_range_are_one_line(tmp_path, args, message):
-    line = one_error_line(run_satsim("train", "--lang", "dyck1", "--out", str(tmp_path / "run"),
+    line = one_error_line(invoke_satsim("train", "--lang", "dyck1", "--out", str(tmp_path / "run"),
                                      *args))
     assert message in line and not (tmp_path / "run").exists()
 
 
 def test_a_model_path_that_is_no_regular_file_says_so():
-    line = one_error_line(run_satsim("eval", "--lang", "dyck1", "--model", "/dev/null"))
+    line = one_error_line(invoke_satsim("eval", "--lang", "dyck1", "--model", "/dev/null"))
     assert line == "error: /dev/null is not a regular file; give a weights file (.safetensors)"
 
 
@@ -232,13 +239,13 @@ def test_written_files_follow_the_umask(tmp_path):
 
 
 def test_eval_min_len_alone_has_no_hidden_maximum():
-    result = run_satsim("eval", "--lang", "dyck1", "--min-len", "100", "-n", "4", "--json")
+    result = invoke_satsim("eval", "--lang", "dyck1", "--min-len", "100", "-n", "4", "--json")
     assert result.returncode == 0, result.stderr
     assert '"min_len": 100, "max_len": 100' in result.stdout
 
 
 def test_errors_come_before_the_table_header():
-    result = run_satsim("eval", "--lang", "dyck1", "--model", "/nonexistent.safetensors")
+    result = invoke_satsim("eval", "--lang", "dyck1", "--model", "/nonexistent.safetensors")
     assert result.stdout == "" and "no such weights file" in one_error_line(result)
 
 
@@ -256,21 +263,22 @@ def test_every_option_has_help_and_every_integer_a_range():
 
 
 def test_projection_at_an_overflowing_scale_says_so_instead_of_reporting_zero():
-    result = run_satsim("projection", "--scales", "1e300", "--seeds", "1", "-n", "16")
+    result = invoke_satsim("projection", "--scales", "1e300", "--seeds", "1", "-n", "16")
     assert "overflows float64 at c = 1e+300" in result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stdout == ""
 
 
 def test_scan_snap_notes_a_diverging_learning_rate():
-    wild = run_satsim("scan-snap", "--trace", "3,1e6,5", "--iters", "12", "--seeds", "2")
+    wild = invoke_satsim("scan-snap", "--trace", "3,1e6,5", "--iters", "12", "--seeds", "2")
     assert wild.returncode == 0, wild.stderr
     assert "note: 2/2 runs diverged" in wild.stdout
-    calm = run_satsim("scan-snap", "--trace", "3,1,5", "--iters", "12", "--seeds", "2")
+    calm = invoke_satsim("scan-snap", "--trace", "3,1,5", "--iters", "12", "--seeds", "2")
     assert calm.returncode == 0 and "diverged" not in calm.stdout
 
 
 def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
-    result = run_satsim("trace", "--lang", "dyck1", "()" * 300, "--plot", str(tmp_path / "t.png"))
+    result = invoke_satsim("trace", "--lang", "dyck1", "()" * 300, "--plot",
+                           str(tmp_path / "t.png"))
     assert "at most 512 tokens" in one_error_line(result) and result.stdout == ""
     assert not (tmp_path / "t.png").exists()
 
@@ -279,7 +287,7 @@ def test_trace_refuses_an_unreadable_plot_before_tracing(tmp_path):
                                      ["saturation", "--lang", "dyck1"],
                                      ["homogeneity"], ["projection"]])
 def test_a_plot_format_matplotlib_cannot_write_is_refused_before_any_work(tmp_path, command):
-    result = run_satsim(*command, "--plot", str(tmp_path / "t.txt"))
+    result = invoke_satsim(*command, "--plot", str(tmp_path / "t.txt"))
     line = one_error_line(result)
     assert "--plot: matplotlib cannot write .txt files; end the name with " in line
     assert ".png" in line and result.stdout == "" and list(tmp_path.iterdir()) == []
@@ -296,19 +304,18 @@ SMALL_FIGURES = {
 
 
 @pytest.mark.parametrize("command", list(SMALL_FIGURES))
-def test_results_are_printed_before_a_figure_that_fails_to_write(tmp_path, command):
+def test_results_are_printed_before_a_figure_that_fails_to_write(tmp_path, monkeypatch, command):
     args, module, function, printed = SMALL_FIGURES[command]
-    patch = (f"import errno, {module}\n"
-             "def full(*args, **kwargs):\n"
-             "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
-             f"{module}.{function} = full")
-    result = patched_satsim(patch, command, *args, "--plot", str(tmp_path / "f.png"))
+    monkeypatch.setattr(f"{module}.{function}",
+                        raising(OSError(errno.ENOSPC, "No space left on device")))
+    result = invoke_satsim(command, *args, "--plot", str(tmp_path / "f.png"))
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert len(errors) == 1 and "the disk is full" in errors[0]  # beside the progress label
     assert printed in result.stdout
 
 
+@pytest.mark.slow  # a fresh process: its own closed standard input
 def test_run_with_standard_input_closed_is_one_line():
     result = subprocess.run([sys.executable, "-m", "satsim", "run", "--lang", "dyck1"],
                             capture_output=True, text=True, stdin=None, timeout=600,
@@ -334,11 +341,12 @@ def test_a_large_bin_reports_progress_and_scores_as_one_call(monkeypatch):
 
 
 def test_satsim_alone_prints_its_help():
-    result = run_satsim()
+    result = invoke_satsim()
     assert result.returncode == 0 and result.stdout.startswith("Usage: satsim")
     assert "error" not in result.stderr
 
 
+@pytest.mark.slow  # a fresh process: Python itself decodes its standard input
 @pytest.mark.parametrize("args", [["run", "--lang", "dyck1"],
                                   ["run", "--model", "bench/models/dyck1-none.safetensors"]])
 def test_bytes_that_are_not_utf8_are_a_bad_symbol_not_a_traceback(args):
@@ -360,21 +368,19 @@ def test_compile_refuses_to_write_the_model_over_its_program(tmp_path):
     (tmp_path / "link.safetensors").symlink_to(program)
     for out in (program, tmp_path / "sub" / ".." / "p.crasp", tmp_path / "link.safetensors"):
         assert "is the program FILE itself" in one_error_line(
-            run_satsim("compile", str(program), "-o", str(out)))
+            invoke_satsim("compile", str(program), "-o", str(out)))
         assert program.read_text() == text
     both = str(tmp_path / "both")
     assert "-o and --program-out name one file" in one_error_line(
-        run_satsim("compile", "--lang", "first", "-o", both, "--program-out", both))
+        invoke_satsim("compile", "--lang", "first", "-o", both, "--program-out", both))
     assert not (tmp_path / "both").exists()
 
 
-def test_verify_refuses_long_strings_beyond_memory_naming_its_own_options():
+def test_verify_refuses_long_strings_beyond_memory_naming_its_own_options(monkeypatch):
     program = str(EXAMPLES / "dyck1.crasp")
-    line = one_error_line(run_satsim("verify", program, "--long", "1000000000"))
+    line = one_error_line(invoke_satsim("verify", program, "--long", "1000000000"))
     assert "--long 1,000,000,000 strings" in line and "lower --long or --long-len" in line
-    patch = ("import satsim.rasp.verify\n"
-             "def full(*args, **kwargs):\n"
-             "    raise MemoryError\n"
-             "sys.modules['satsim.rasp.verify'].verify_all = full")
-    line = one_error_line(patched_satsim(patch, "verify", program, "--long", "3"))
+    verify = importlib.import_module("satsim.rasp.verify")  # satsim.rasp.verify is a function too
+    monkeypatch.setattr(verify, "verify_all", raising(MemoryError()))
+    line = one_error_line(invoke_satsim("verify", program, "--long", "3"))
     assert "lower --long, --long-len or --max-len" in line and "-n" not in line

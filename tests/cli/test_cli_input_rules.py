@@ -14,7 +14,7 @@ import pytest
 
 from satsim.model.io import save_spec
 from tests.cli.test_cli_errors import one_error_line, patched_satsim
-from tests.support.helpers import run_satsim
+from tests.support.helpers import invoke_satsim
 
 PROGRAM = 'alphabet = "ab"\naccept = count(Q("a")) > count(Q("b"))\n'
 
@@ -28,7 +28,7 @@ PROGRAM = 'alphabet = "ab"\naccept = count(Q("a")) > count(Q("b"))\n'
     (["benchmark", "flare", "--out", "{tmp}/bench", "--set", ""], "--set"),
 ])
 def test_an_empty_value_is_refused_by_name_and_starts_nothing(tmp_path, args, option):
-    result = run_satsim(*(word.format(tmp=tmp_path) for word in args))
+    result = invoke_satsim(*(word.format(tmp=tmp_path) for word in args))
     line = one_error_line(result)
     assert f"'{option}'" in line and "empty value" in line and result.stdout == ""
     assert list(tmp_path.iterdir()) == []
@@ -50,7 +50,7 @@ def test_an_empty_value_is_refused_by_name_and_starts_nothing(tmp_path, args, op
      "neither empty"),
 ])
 def test_an_empty_item_or_setting_is_refused_and_so_is_an_unknown_key(tmp_path, args, message):
-    result = run_satsim(*(word.format(tmp=tmp_path) for word in args))
+    result = invoke_satsim(*(word.format(tmp=tmp_path) for word in args))
     assert message in one_error_line(result) and result.stdout == ""
     assert list(tmp_path.iterdir()) == []
 
@@ -58,14 +58,14 @@ def test_an_empty_item_or_setting_is_refused_and_so_is_an_unknown_key(tmp_path, 
 @pytest.mark.parametrize("option", ["--beta", "--atol", "--rtol"])
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_number_that_is_not_finite_is_refused_while_parsing(option, value):
-    line = one_error_line(run_satsim("eval", "--lang", "dyck1", option, value))
+    line = one_error_line(invoke_satsim("eval", "--lang", "dyck1", option, value))
     assert f"'{option}'" in line and "not a finite number" in line
 
 
 def test_beta_without_softmax_attention_is_refused_not_ignored():
-    line = one_error_line(run_satsim("eval", "--lang", "dyck1", "--beta", "2"))
+    line = one_error_line(invoke_satsim("eval", "--lang", "dyck1", "--beta", "2"))
     assert "--beta" in line and "softmax" in line
-    result = run_satsim("eval", "--lang", "dyck1", "--beta", "2", "--attention", "softmax",
+    result = invoke_satsim("eval", "--lang", "dyck1", "--beta", "2", "--attention", "softmax",
                         "-n", "2", "--max-len", "4", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["attention"] == "softmax"
 
@@ -76,7 +76,7 @@ def test_beta_without_softmax_attention_is_refused_not_ignored():
 ])
 def test_long_zero_checks_no_long_string(tmp_path, command):
     (tmp_path / "program.crasp").write_text(PROGRAM)
-    result = run_satsim(*(word.format(tmp=tmp_path) for word in command), "--long", "0",
+    result = invoke_satsim(*(word.format(tmp=tmp_path) for word in command), "--long", "0",
                         "--json")
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
@@ -96,6 +96,7 @@ def test_a_languages_samples_are_as_many_as_asked_half_of_them_positive(count):
     assert sum(map(language.contains, samples)) == count - count // 2
 
 
+@pytest.mark.slow  # a fresh process, where torch was never imported
 def test_report_n_zero_is_refused_while_parsing_before_torch_or_the_run_is_read(tmp_path):
     block_torch = "import sys; sys.modules['torch'] = None"  # importing torch would fail
     result = patched_satsim(block_torch, "report", str(tmp_path / "no-run"), "-n", "0")
@@ -109,7 +110,7 @@ def test_show_refuses_a_language_beside_a_model(tmp_path):
 
     path = tmp_path / "model.safetensors"
     save_spec(constructions.build("dyck1"), path)
-    line = one_error_line(run_satsim("show", "--lang", "anbn", "--model", str(path)))
+    line = one_error_line(invoke_satsim("show", "--lang", "anbn", "--model", str(path)))
     assert "--lang" in line and "--model" in line and "not both" in line
-    alone = run_satsim("show", "--model", str(path), "--json")
+    alone = invoke_satsim("show", "--model", str(path), "--json")
     assert alone.returncode == 0 and json.loads(alone.stdout)["name"] == "dyck1"

@@ -117,6 +117,29 @@ def run_satsim(*args: str, stdin: str | None = None):
                           text=True, timeout=600)
 
 
+def invoke_satsim(*args: str, stdin: str | None = None):
+    """Run the satsim entry point in this process, its streams captured (a CompletedProcess).
+
+    The path of ``run_satsim`` (``satsim.cli.main.main``: one-line errors, exit codes) without
+    a new interpreter: for what a command says and does, not for the process itself (a closed
+    stream, a signal, a resource limit, a cold kernel cache), which stays with ``run_satsim``.
+    """
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from satsim.cli.main import main
+
+    with CliRunner().isolation(input=stdin) as (out, err, _):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+        stdout, stderr = (stream.getvalue().decode("utf-8", "replace") for stream in (out, err))
+    return subprocess.CompletedProcess(["satsim", *args], code, stdout, stderr)
+
+
 def file_size_limit(limit: int):
     """A ``preexec_fn``: the process may not write a file past ``limit`` bytes (a full disk).
 
