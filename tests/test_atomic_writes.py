@@ -35,6 +35,7 @@ def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if PARTIAL in p.name)
 
 
+@pytest.mark.slow  # a fresh process
 def test_compile_over_an_existing_model_on_a_full_disk_leaves_it_readable_and_unchanged(tmp_path):
     model = tmp_path / "m.safetensors"
     first = satsim_cli("compile", EXAMPLES / "majority.crasp", "-o", model)
@@ -49,6 +50,7 @@ def test_compile_over_an_existing_model_on_a_full_disk_leaves_it_readable_and_un
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow  # a fresh process
 def test_program_out_over_an_existing_file_on_a_full_disk_leaves_it_unchanged(tmp_path):
     program = tmp_path / "p.brasp"
     program.write_text("the user's own program\n")
@@ -128,6 +130,7 @@ def test_a_folder_write_that_fails_leaves_no_folder_and_no_partial(tmp_path, mon
     assert sorted(p.name for p in target.iterdir()) == ["labels.txt", "main.tok", "satsim.json"]
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_partial_of_a_live_writer_is_kept_and_a_dead_writers_is_removed(tmp_path):
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -146,6 +149,7 @@ def test_a_partial_of_a_live_writer_is_kept_and_a_dead_writers_is_removed(tmp_pa
         live.wait()
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_sample_flare_killed_by_sigkill_leaves_a_partial_that_the_next_run_removes(tmp_path):
     target = tmp_path / "data"
     command = [sys.executable, "-m", "satsim", "sample", "--lang", "dyck1", "--split", "flare",

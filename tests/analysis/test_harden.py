@@ -65,6 +65,7 @@ def test_score_class_counts_of_the_dyck_head_are_bounded_as_reported():
         assert seen == most
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_command_writes_a_hybrid_that_loads_runs_and_shows_its_kinds(tmp_path):
     out = tmp_path / "hard.safetensors"
     result = run_satsim("harden", str(ZOO / "bce_aastar"), "-o", str(out), "--lang", "aa-star",

@@ -8,6 +8,8 @@ import pytest
 
 from tests.benchmarks.test_benchmark_flare import benchmark, reference, tables  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.slow  # a local Ray cluster
+
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.paths import BENCH
 
+pytestmark = pytest.mark.slow  # bench/gpu_check.py in a fresh process
+
 SCRIPT = BENCH / "gpu_check.py"
 STAGES = ["tests", "throughput", "training", "homogeneity", "attention", "batched"]
 

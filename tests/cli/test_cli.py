@@ -9,9 +9,9 @@ import pytest
 
 from satsim import constructions
 from satsim.model.io import save_spec
-from tests.support.helpers import random_spec, run_satsim
+from tests.support.helpers import invoke_satsim, random_spec
 
-satsim = run_satsim
+satsim = invoke_satsim  # the entry point, in this process
 
 
 def test_eval_json_reports_exact_accuracy_per_bin():
@@ -26,6 +26,7 @@ def test_eval_json_reports_exact_accuracy_per_bin():
         assert b["positives"] == 20 and b["negatives"] == 20
 
 
+@pytest.mark.slow  # a fresh process
 def test_eval_table_and_that_eval_never_imports_torch():
     code = (
         "import sys; from satsim.cli.main import cli\n"
@@ -119,6 +120,7 @@ def test_unknown_option_is_a_usage_error():
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # a fresh process
 @pytest.mark.parametrize("module, extra", [("torch", "soft"), ("matplotlib", "plot")])
 def test_a_missing_optional_dependency_is_a_one_line_error(module, extra, tmp_path):
     code = (f"import sys; sys.modules[{module!r}] = None; from satsim.cli.main import main; "

@@ -33,6 +33,8 @@ from satsim.cli.options import MAX_COUNT
 from tests.support.helpers import leaf_commands
 from tests.support.paths import DATA, EXAMPLES, REPO
 
+pytestmark = pytest.mark.slow  # every option of every command in child processes under a memory cap
+
 CAP = 4 * 2**30
 """The address-space cap of a child (resource.RLIMIT_AS): past it, an allocation fails."""
 

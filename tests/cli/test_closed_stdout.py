@@ -10,6 +10,8 @@ import pytest
 from tests.support.paths import EXAMPLES
 from tests.training.test_report import make_run
 
+pytestmark = pytest.mark.slow  # python -m satsim with standard output closed
+
 CLOSED = "standard output is closed, so the output was lost; redirect it to a file (> FILE) or " \
          "to /dev/null"
 

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from satsim.cli.progress import elapsed
 from tests.training.test_report import make_run
 
@@ -17,6 +19,7 @@ def satsim_logged(*args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+@pytest.mark.slow  # a fresh process
 def test_curves_in_a_log_get_progress_lines():
     # click's bar writes its label into a file and nothing more until the work ends.
     result = satsim_logged("homogeneity", "--seeds", "2", "--layers", "1", "--d-model", "8",
@@ -28,6 +31,7 @@ def test_curves_in_a_log_get_progress_lines():
         f"authors curves: {done}/4" for done in (1, 2, 3, 4)]
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_report_says_how_far_each_bin_is(tmp_path):
     run = make_run(tmp_path / "run")
     result = satsim_logged("report", str(run), "--bins", "0-10", "-n", "20", "--device", "cpu",

@@ -7,7 +7,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from satsim.output import partial_path
+
+pytestmark = pytest.mark.slow  # satsim sample processes killed at random moments
 
 SAMPLE = [sys.executable, "-m", "satsim", "sample", "--lang", "dyck1", "-n", "30000",
           "--max-len", "100", "--json", "--seed", "3"]

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from satsim.model.io import save_spec
-from tests.support.helpers import random_spec, run_satsim
+from tests.support.helpers import invoke_satsim, random_spec
 from tests.support.paths import BENCH
 
-satsim = run_satsim
+satsim = invoke_satsim  # the entry point, in this process
 
 
 def test_saturation_json_on_the_dyck1_construction(tmp_path):
@@ -61,6 +61,7 @@ def test_saturation_on_cuda_without_a_gpu_is_a_clear_error():
     assert result.returncode == 2 and "no CUDA GPU" in result.stderr
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_limit_network_and_the_exact_limit_do_not_import_torch():
     code = ("import sys, satsim.saturation\n"
             "assert 'torch' not in sys.modules, 'satsim.saturation imported torch'\n")
@@ -68,6 +69,7 @@ def test_the_limit_network_and_the_exact_limit_do_not_import_torch():
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow  # a fresh process
 def test_show_prints_architecture_and_degrees_without_importing_torch():
     code = (
         "import sys, json; from satsim.cli.main import cli\n"

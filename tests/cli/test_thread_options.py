@@ -8,6 +8,8 @@ import pytest
 
 from satsim.cli.options import machine_cpus
 
+pytestmark = pytest.mark.slow  # thread counts set in fresh processes
+
 COUNTED = [
     ["train", "--threads"],
     ["projection", "--threads"],

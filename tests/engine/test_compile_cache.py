@@ -3,6 +3,10 @@
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # Numba's on-disk cache across fresh processes
+
 SCRIPT = """
 import numpy as np
 from satsim import Simulator, constructions, saturated_attention

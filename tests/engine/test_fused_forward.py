@@ -243,6 +243,7 @@ print(queries.attend_unit.signatures, classes.attend_by_classes.signatures,
 """
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_hand_built_model_compiles_only_the_fast_attention_paths(tmp_path):
     done = subprocess.run([sys.executable, "-c", ONLY_FAST], check=True, capture_output=True,
                           text=True, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))

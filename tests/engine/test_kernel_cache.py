@@ -16,6 +16,8 @@ import pytest
 from satsim.model.settings import ATTENTION_KINDS
 from tests.support.paths import REPO
 
+pytestmark = pytest.mark.slow  # Numba's on-disk cache across fresh processes, in every order
+
 REPO_ROOT = str(REPO)
 FAST_NOTICE = "compiling the whole-model kernel for the fast attention paths"
 FULL_NOTICE = "compiling the whole-model kernel for every attention path"

@@ -4,8 +4,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from satsim.engine.kernels import COMPILE_SECONDS
 from tests.support.paths import REPO
+
+pytestmark = pytest.mark.slow  # cold and warm kernel caches in fresh processes
 
 SCRIPT = """
 from satsim.engine.kernels import cold_kernels, announce_compile

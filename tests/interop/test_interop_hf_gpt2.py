@@ -81,6 +81,7 @@ def test_the_dyck_model_predicts_the_next_symbol_sets_of_d2():
         assert sets == [_d2_next(string[:i]) for i in range(len(string) + 1)]
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_hardened_zoo_model_runs_saves_and_shows_its_kinds(tmp_path):
     spec = from_hf_gpt2(ZOO / "bce_tomita4")
     blocks = tuple(replace(b, attn=replace(b.attn, kind=("score-class", "tolerant-hard"),
@@ -96,6 +97,7 @@ def test_a_hardened_zoo_model_runs_saves_and_shows_its_kinds(tmp_path):
         ("score-class", 0.02), ("tolerant-hard", 0.05)] * 2
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_command_line_reads_a_checkpoint_folder():
     shown = json.loads(run_satsim("show", "--model", str(ZOO / "bce_D2"), "--json").stdout)
     assert shown["vocab"] == ["a", "b", "<bos>"]
@@ -103,6 +105,7 @@ def test_the_command_line_reads_a_checkpoint_folder():
     assert [h["kind"] for h in shown["heads"]] == ["run"]
 
 
+@pytest.mark.slow  # a fresh process
 def test_checkpoints_it_cannot_read_are_refused_by_name(tmp_path):
     folder = tmp_path / "relu-model"
     shutil.copytree(ZOO / "bce_D2", folder)

@@ -215,6 +215,7 @@ print("refused")
 """
 
 
+@pytest.mark.slow  # a fresh process
 @pytest.mark.tracr
 def test_live_compile_matches_rasp_and_tracr():
     """Compile small programs with tracr; compare on every input up to length 4; refusals.

@@ -104,6 +104,7 @@ def test_sample_command_options():
     assert "near-tie" in run("--lang", "majority", "--list-negatives")
 
 
+@pytest.mark.slow  # a fresh process
 def test_sample_command_errors_are_one_line_with_exit_code_2():
     for args, message in [
         (["--lang", "nope"], "unknown language 'nope'"),

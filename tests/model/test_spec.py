@@ -200,6 +200,7 @@ def test_an_attention_scale_that_is_not_a_number_is_one_line(tmp_path, scale):
         load_spec(path)
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_model_whose_program_language_is_unknown_is_refused_in_one_line(tmp_path):
     from satsim.rasp import compile_program, parse_program
 

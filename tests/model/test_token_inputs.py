@@ -204,6 +204,7 @@ def test_token_model_saves_and_loads(tmp_path):
     assert Simulator(loaded).outputs(["one 10"]) == [["p", "r"]]
 
 
+@pytest.mark.slow  # a fresh process
 def test_cli_runs_token_models(tmp_path):
     path = tmp_path / "words.safetensors"
     save_spec(word_model(), path)
@@ -225,6 +226,7 @@ def test_cli_runs_token_models(tmp_path):
     assert "separated by spaces" in runner.invoke(cli, ["run", "--help"]).output
 
 
+@pytest.mark.slow  # a fresh process
 def test_head_roles_of_a_model_without_a_language(tmp_path):
     from satsim.analysis.strings import sample_strings
 

@@ -96,6 +96,7 @@ def test_every_curve_reaches_one_at_the_reference_and_rises_from_c_one():
         assert abs(at_ref - 1.0) < 1e-12 and at_one < at_ten < 1.0, model
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_command_prints_the_json_contract_and_rejects_bad_sizes():
     result = run_satsim("homogeneity", "--protocol", "standard", "--seeds", "2", "--layers", "1",
                         "--d-model", "8", "--heads", "2", "--d-ff", "4", "--threads", "1",

@@ -24,7 +24,7 @@ from satsim.papers.projection.gradient import (
     projection_terms,
     scaled_parameters,
 )
-from tests.support.helpers import run_satsim
+from tests.support.helpers import invoke_satsim
 
 SCALES = [1, 2, 3, 5, 8, 13, 21, 34, 55, 1000]
 N = 64
@@ -169,7 +169,7 @@ def test_signed_value_and_first_positive():
     assert first_positive([1, 2, 3], [-1, 0, 2]) == 3 and math.isinf(first_positive([1], [-1]))
 
 
-satsim = run_satsim
+satsim = invoke_satsim  # the entry point, in this process
 
 
 def test_cli_json_and_plot(tmp_path):
@@ -189,6 +189,7 @@ def test_cli_json_and_plot(tmp_path):
     assert report["plots"] == [str(plot)] and plot.stat().st_size > 10_000
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_figure_leaves_pyplot_and_the_backend_alone(tmp_path):
     # the raw rcParams entry: get_backend() would resolve it, importing pyplot
     code = ("import sys, matplotlib\n"

@@ -459,6 +459,7 @@ def test_cli_trace_table_names_the_loss(capsys):
     assert "next tokens only (ablation)" in out and "common" in out
 
 
+@pytest.mark.slow  # a fresh process
 def test_command_module_imports_neither_torch_nor_matplotlib():
     code = ("import sys, satsim.cli.scan_snap, satsim.papers.scan_snap.saturation\n"
             "assert 'torch' not in sys.modules and 'matplotlib' not in sys.modules\n")

@@ -94,6 +94,7 @@ def run_cli(*args):
     return done
 
 
+@pytest.mark.slow  # a fresh process
 def test_cli_extract_writes_a_program_compile_accepts(tmp_path):
     model = tmp_path / "first.safetensors"
     assert run_cli("compile", "examples/first.brasp", "-o", str(model)).exit_code == 0
@@ -134,6 +135,7 @@ def test_tolerant_hard_heads_within_the_margin_are_certified_beyond_it_refused()
         extract(_with_kind(spec, "tolerant-hard", 1.5))
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_zoo_checkpoint_is_refused_in_one_line(tmp_path):
     result = run_cli("extract", "tests/data/zoo/bce_D2", "-o", str(tmp_path / "z.brasp"))
     assert result.exit_code == 2

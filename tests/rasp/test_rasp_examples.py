@@ -58,6 +58,7 @@ def test_example_matches_its_interpreter_and_its_language(name):
         assert meant(string) == meaning(string), string
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_model_carries_its_program_and_show_prints_it(tmp_path):
     from tests.support.helpers import run_satsim as run_cli
 
@@ -74,6 +75,7 @@ def test_a_model_carries_its_program_and_show_prints_it(tmp_path):
         == [True, False]
 
 
+@pytest.mark.slow  # a fresh process
 def test_cli_errors_are_one_line(tmp_path):
     from tests.support.helpers import run_satsim as run_cli
 

@@ -288,6 +288,7 @@ def test_the_batch_refuses_an_expression_past_its_memory_bound():
     assert rows[0]["refused"] == "needed more than 1 MiB"
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_command_line(tmp_path):
     from tests.support.helpers import run_satsim
 
@@ -328,6 +329,7 @@ def test_the_command_line(tmp_path):
         assert result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow  # a fresh process
 @pytest.mark.parametrize("options", [["--memory", "5"], ["--timeout", "1"], ["--jobs", "1"],
                                      ["--max-len", "3"]])
 def test_batch_options_without_a_batch_are_refused_not_ignored(options):

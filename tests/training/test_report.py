@@ -20,7 +20,7 @@ from satsim.training import evaluate as evaluate_module
 from satsim.training.evaluate import default_bins, evaluate_bins, soft_predictor
 from satsim.training.fits import FORMS, fit_growth, growth_rate
 from satsim.training.report import build_report, load_run, render
-from tests.support.helpers import random_spec, run_satsim
+from tests.support.helpers import invoke_satsim, random_spec
 
 STEPS = list(range(0, 201, 20))
 
@@ -180,7 +180,7 @@ def test_a_model_of_the_wrong_task_is_an_error(tmp_path):
         build_report(run, [(0, 8)], n=4, device="cpu")
 
 
-satsim = run_satsim
+satsim = invoke_satsim  # the entry point, in this process
 
 
 def test_cli_json_and_plots(tmp_path):
@@ -253,6 +253,7 @@ def test_the_exact_expansion_memory_estimate_covers_what_it_holds(layers, heads,
     assert peak <= estimate <= max(3 * peak, peak + 64e6)
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_report_command_does_not_import_torch_until_it_runs():
     code = ("import sys; import satsim.cli.main, satsim.cli.report, satsim.training.report, "
             "satsim.training.evaluate, satsim.training.fits; "

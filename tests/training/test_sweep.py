@@ -146,6 +146,7 @@ def test_a_sweep_folder_refuses_another_plan_before_writing_anything(tmp_path):
     assert folder_state(tmp_path) == before
 
 
+@pytest.mark.slow  # a fresh process
 def test_cli_rerun_with_other_settings_is_one_error_line_not_the_old_table(tmp_path):
     args = ["sweep", "--out", str(tmp_path), "--seed", "0", *set_options(dict(
             [("steps", 12), ("train_size", 80), ("eval_size", 20), ("d_model", 8),
@@ -162,6 +163,7 @@ def test_cli_rerun_with_other_settings_is_one_error_line_not_the_old_table(tmp_p
     assert folder_state(tmp_path) == before
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_diverging_run_is_named_and_the_other_rows_are_written(tmp_path):
     configs = plan({**TINY, "optimizer": "sgd"}, {"lr": [0.01, 1e30], "seed": [0]})
     rows = run_sweep(configs, tmp_path)
@@ -182,6 +184,7 @@ def test_a_diverging_run_is_named_and_the_other_rows_are_written(tmp_path):
         "step 1; lower the lr")
 
 
+@pytest.mark.slow  # a fresh process
 def test_the_ray_engine_without_ray_is_one_line_naming_the_extra(tmp_path):
     code = ("import sys; sys.modules['ray'] = None; from satsim.cli.main import main; "
             "sys.argv = ['satsim', *sys.argv[1:]]; main()")
@@ -199,6 +202,7 @@ NO_LOCAL_CLUSTER = ("import ray._private.services as services; "
 """Hide any Ray cluster another process runs on this machine from `auto`."""
 
 
+@pytest.mark.slow  # a fresh process
 @pytest.mark.parametrize(("address", "environment", "named"), [
     ("127.0.0.1:1", {}, "'127.0.0.1:1' ("),
     (None, {"RAY_ADDRESS": "127.0.0.1:1"}, "'127.0.0.1:1' ("),
@@ -226,6 +230,7 @@ def metric_lines(root) -> int:
     return sum(len(path.read_text().splitlines()) for path in root.glob("runs/*/metrics.jsonl"))
 
 
+@pytest.mark.slow  # a fresh process
 def test_sweeps_killed_at_random_moments_resume_to_the_same_weights_or_refuse(tmp_path):
     """SIGKILL `satsim sweep` at random moments; reruns end bit-identical, other plans refused."""
     settings = {**TINY, "steps": 150, "checkpoint_every": 10, "log_every": 5}
@@ -319,6 +324,7 @@ def test_a_run_on_a_data_folder_matches_its_plan_once_its_digest_is_stamped(tmp_
         check_plan(planned, tmp_path)
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_device_this_machine_lacks_is_refused_before_any_run(tmp_path):
     import torch
 

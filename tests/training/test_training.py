@@ -249,6 +249,7 @@ def test_a_half_written_last_metrics_line_is_dropped_on_resume(tmp_path):
     assert whole.resumed_from is None
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_training_process_killed_with_sigkill_resumes_to_the_same_weights(tmp_path):
     """The real thing: kill -9 a `satsim train` process once it has checkpoints, then resume."""
     import os

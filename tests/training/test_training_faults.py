@@ -10,9 +10,12 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from satsim.model.io import load_spec
 from tests.support.helpers import file_size_limit
+
+pytestmark = pytest.mark.slow  # satsim train processes killed, corrupted, raced
 
 TRAIN = ["train", "--steps", "60", "--checkpoint-every", "10", "--log-every", "10",
          "--train-size", "100", "--d-model", "8", "--d-head", "4", "--d-mlp", "16",

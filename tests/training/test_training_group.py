@@ -186,6 +186,7 @@ def run_group(root, group):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # a fresh process
 def test_a_group_killed_mid_way_resumes_to_the_uninterrupted_groups_files_bit_for_bit(tmp_path):
     group = configs(dtype="float32", steps=200, checkpoint_every=40, log_every=20)
     group[1] = TrainConfig.from_dict({**group[1].to_dict(), "steps": 130})
