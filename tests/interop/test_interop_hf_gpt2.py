@@ -18,7 +18,7 @@ import pytest
 from satsim import Simulator, load_spec, save_spec
 from satsim.errors import SatsimError
 from satsim.interop.hf_gpt2 import from_hf_gpt2
-from tests.support.helpers import run_satsim
+from tests.support.helpers import invoke_satsim, run_satsim
 from tests.support.paths import DATA
 
 ZOO = DATA / "zoo"
@@ -105,7 +105,6 @@ def test_the_command_line_reads_a_checkpoint_folder():
     assert [h["kind"] for h in shown["heads"]] == ["run"]
 
 
-@pytest.mark.slow  # a fresh process
 def test_checkpoints_it_cannot_read_are_refused_by_name(tmp_path):
     folder = tmp_path / "relu-model"
     shutil.copytree(ZOO / "bce_D2", folder)
@@ -119,5 +118,5 @@ def test_checkpoints_it_cannot_read_are_refused_by_name(tmp_path):
     (folder / "model.safetensors").unlink()
     with pytest.raises(SatsimError, match="no model.safetensors"):
         from_hf_gpt2(folder)
-    result = run_satsim("show", "--model", str(folder))
+    result = invoke_satsim("show", "--model", str(folder))
     assert result.returncode == 2 and "no model.safetensors" in result.stderr

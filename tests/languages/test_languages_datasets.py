@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import languages
 from languages import EOS, LanguageError, datasets
 from satsim.cli.main import cli
-from tests.support.helpers import run_satsim
+from tests.support.helpers import invoke_satsim
 from tests.support.lang_refs import REFERENCE
 
 
@@ -104,7 +104,6 @@ def test_sample_command_options():
     assert "near-tie" in run("--lang", "majority", "--list-negatives")
 
 
-@pytest.mark.slow  # a fresh process
 def test_sample_command_errors_are_one_line_with_exit_code_2():
     for args, message in [
         (["--lang", "nope"], "unknown language 'nope'"),
@@ -113,6 +112,6 @@ def test_sample_command_errors_are_one_line_with_exit_code_2():
         (["--lang", "tomita1", "--max-depth", "2"], "no nesting depth"),
         (["--lang", "dyck1", "--min-len", "3", "--max-len", "3"], "no positive strings"),
     ]:
-        result = run_satsim("sample", *args)
+        result = invoke_satsim("sample", *args)
         assert result.returncode == 2 and result.stderr.startswith("error: "), result.stderr
         assert message in result.stderr and result.stderr.count("\n") == 1

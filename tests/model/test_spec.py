@@ -7,7 +7,7 @@ from safetensors.numpy import save_file
 
 from satsim import AttentionSpec, SpecError, WeightsFileError, constructions
 from satsim.model.io import load_spec, save_spec, spec_config
-from tests.support.helpers import random_spec, run_satsim
+from tests.support.helpers import invoke_satsim, random_spec
 
 
 def test_shape_mismatch_names_the_tensor():
@@ -200,7 +200,6 @@ def test_an_attention_scale_that_is_not_a_number_is_one_line(tmp_path, scale):
         load_spec(path)
 
 
-@pytest.mark.slow  # a fresh process
 def test_a_model_whose_program_language_is_unknown_is_refused_in_one_line(tmp_path):
     from satsim.rasp import compile_program, parse_program
 
@@ -211,6 +210,6 @@ def test_a_model_whose_program_language_is_unknown_is_refused_in_one_line(tmp_pa
     _rewrite(path, config={**config, "source_language": "python"})
     with pytest.raises(WeightsFileError, match="program is in an unknown language 'python'"):
         load_spec(path)
-    result = run_satsim("show", "--model", str(path))
+    result = invoke_satsim("show", "--model", str(path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0

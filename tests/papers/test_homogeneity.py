@@ -12,7 +12,7 @@ from satsim.papers.homogeneity import PROTOCOLS, SCALES, EncoderSizes, random_en
 from satsim.papers.homogeneity.authors import AuthorsTwin
 from satsim.papers.homogeneity.curves import Variant, random_sequences, seed_curve
 from satsim.soft import SoftTransformer
-from tests.support.helpers import run_satsim
+from tests.support.helpers import invoke_satsim
 
 TINY = EncoderSizes(layers=2, d_model=12, heads=3, d_ff=8, length=6, sequences=3)
 
@@ -96,11 +96,10 @@ def test_every_curve_reaches_one_at_the_reference_and_rises_from_c_one():
         assert abs(at_ref - 1.0) < 1e-12 and at_one < at_ten < 1.0, model
 
 
-@pytest.mark.slow  # a fresh process
 def test_the_command_prints_the_json_contract_and_rejects_bad_sizes():
-    result = run_satsim("homogeneity", "--protocol", "standard", "--seeds", "2", "--layers", "1",
-                        "--d-model", "8", "--heads", "2", "--d-ff", "4", "--threads", "1",
-                        "--json")
+    result = invoke_satsim("homogeneity", "--protocol", "standard", "--seeds", "2", "--layers",
+                           "1", "--d-model", "8", "--heads", "2", "--d-ff", "4", "--threads", "1",
+                           "--json")
     assert result.returncode == 0, result.stderr
     curves = json.loads(result.stdout)["curves"]
     assert [(c["arrangement"], c["mask"]) for c in curves] == [
@@ -109,5 +108,5 @@ def test_the_command_prints_the_json_contract_and_rejects_bad_sizes():
         assert curve["c"] == list(SCALES) and len(curve["per_seed"]) == 2
         low, mean, high = (np.array(curve[k]) for k in ("cosine_min", "cosine_mean", "cosine_max"))
         assert (low <= mean).all() and (mean <= high).all() and (low < high).any()
-    bad = run_satsim("homogeneity", "--d-model", "10", "--heads", "3")
+    bad = invoke_satsim("homogeneity", "--d-model", "10", "--heads", "3")
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: d_model 10")

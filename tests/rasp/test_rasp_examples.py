@@ -75,9 +75,8 @@ def test_a_model_carries_its_program_and_show_prints_it(tmp_path):
         == [True, False]
 
 
-@pytest.mark.slow  # a fresh process
 def test_cli_errors_are_one_line(tmp_path):
-    from tests.support.helpers import run_satsim as run_cli
+    from tests.support.helpers import invoke_satsim as run_cli
 
     bad = tmp_path / "bad.crasp"
     bad.write_text('alphabet = "ab"\naccept = count(Q("a"))\n')

@@ -288,16 +288,15 @@ def test_the_batch_refuses_an_expression_past_its_memory_bound():
     assert rows[0]["refused"] == "needed more than 1 MiB"
 
 
-@pytest.mark.slow  # a fresh process
 def test_the_command_line(tmp_path):
-    from tests.support.helpers import run_satsim
+    from tests.support.helpers import invoke_satsim
 
-    decided = run_satsim("decide", "--regex", "a(b|c)*", "--json")
+    decided = invoke_satsim("decide", "--regex", "a(b|c)*", "--json")
     assert json.loads(decided.stdout) == {
         "expression": "a(b|c)*", "alphabet": "abc", "star_free": True, "dfa_states": 3,
         "monoid_size": 4, "witness": None}
     out = tmp_path / "m.safetensors"
-    compiled = run_satsim("compile", "--regex", "(a+b)*bb", "--alphabet", "abc", "-o", str(out),
+    compiled = invoke_satsim("compile", "--regex", "(a+b)*bb", "--alphabet", "abc", "-o", str(out),
                           "--max-len", "6", "--long", "3", "--json")
     info = json.loads(compiled.stdout)
     assert info["verification"]["ok"] and info["verification"]["exhaustive_strings"] == 1093
@@ -308,7 +307,7 @@ def test_the_command_line(tmp_path):
                                      "transitions": {"0": {"a": 1}, "1": {"a": 0}}}))
     listed = tmp_path / "list.txt"
     listed.write_text("# two\n(ab)*\n(a+b\n")
-    batch = run_satsim("decide", "--regex-file", str(listed), "--json", "--compile")
+    batch = invoke_satsim("decide", "--regex-file", str(listed), "--json", "--compile")
     rows = [json.loads(line) for line in batch.stdout.splitlines()]
     assert rows[0]["check"]["wrong"] == 0 and "column 1" in rows[1]["refused"]
     assert "[2/2]" in batch.stderr
@@ -320,7 +319,7 @@ def test_the_command_line(tmp_path):
             (["compile", "--regex", "(aa)*"], "(aa)* is not star-free"),
             (["decide", "--regex", "a", "--dfa", str(automaton)], "give one of --regex, --dfa"),
             (["decide", "--compile"], "--compile goes with --regex-file")]:
-        result = run_satsim(*args)
+        result = invoke_satsim(*args)
         if message is None:
             assert result.returncode == 0 and "no" in result.stdout
             continue
@@ -333,9 +332,9 @@ def test_the_command_line(tmp_path):
 @pytest.mark.parametrize("options", [["--memory", "5"], ["--timeout", "1"], ["--jobs", "1"],
                                      ["--max-len", "3"]])
 def test_batch_options_without_a_batch_are_refused_not_ignored(options):
-    from tests.support.helpers import run_satsim
+    from tests.support.helpers import invoke_satsim
 
-    result = run_satsim("decide", "--lang", "first", *options)
+    result = invoke_satsim("decide", "--lang", "first", *options)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("error: ") and options[0] in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -243,9 +243,9 @@ def test_the_size_of_a_bounded_dyck_monoid_is_known_before_enumerating_it(kinds,
     ("dyck-1-1000", "deciding dyck-1-1000 (a monoid of 334,835,502 elements on 1,002 states, "
                     "about 12 h) needs about 724.6 GB of memory")])
 def test_deciding_a_dyck_language_too_large_is_refused_before_any_work(name, reason):
-    from tests.support.helpers import run_satsim
+    from tests.support.helpers import invoke_satsim
 
-    result = run_satsim("decide", "--lang", name)
+    result = invoke_satsim("decide", "--lang", name)
     assert result.returncode == 2 and result.stdout == ""
     line = result.stderr.strip()
     assert "\n" not in line and reason in line and "depth M" in line, line

@@ -125,6 +125,7 @@ def invoke_satsim(*args: str, stdin: str | None = None):
     stream, a signal, a resource limit, a cold kernel cache), which stays with ``run_satsim``.
     """
     import subprocess
+    import sys
 
     from click.testing import CliRunner
 
@@ -136,6 +137,8 @@ def invoke_satsim(*args: str, stdin: str | None = None):
             code = 0
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+        sys.stdout.flush()  # what print() left in the buffers
+        sys.stderr.flush()
         stdout, stderr = (stream.getvalue().decode("utf-8", "replace") for stream in (out, err))
     return subprocess.CompletedProcess(["satsim", *args], code, stdout, stderr)
 
