@@ -2,7 +2,7 @@
 
 The same tiny benchmark (two languages, two trials, a one-layer model) runs once for the module;
 the other tests compare against its tables byte for byte. The Ray engine's test is in
-tests/test_benchmark_flare_ray.py.
+tests/benchmarks/test_benchmark_flare_ray.py.
 """
 
 import json

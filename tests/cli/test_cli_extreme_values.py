@@ -3,7 +3,7 @@
 The cases come from click's own declarations (`satsim.cli.main.cli`, walked recursively), so a
 new option is covered as soon as it is declared. Each option is given on top of a small valid
 command line (BASE), and the command runs for real, in a child process per command under an
-address-space cap and a timer per case (tests/cli_case_runner.py). Every case must end in
+address-space cap and a timer per case (tests/support/cli_case_runner.py). Every case must end in
 one of two ways:
 
 - refused: exit code 2 and one ``error:`` line, no traceback, nothing left running;

@@ -4,7 +4,7 @@ The oracle is TransformerLens 3.9.0 itself: its float64 logits and every hook, s
 tests/data/tl by scripts/tl_configs.py (always run), and real models built from the same configs
 (marked ``transformer_lens``; they fail, not skip, without the extra). A fixture's model object
 cannot run, so it is imported without the check against the model (``check=False``); the real
-models are imported with it. tests/test_interop_tl_checks.py holds the checks themselves.
+models are imported with it. tests/interop/test_interop_tl_checks.py holds the checks themselves.
 """
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""Every registered language against an independent brute-force definition (tests/lang_refs.py).
+"""Every registered language against an independent brute-force definition (support/lang_refs.py).
 
 Exhaustive lengths: all strings up to length 10 for alphabets of at most 3 symbols, 8 for 4
 symbols, 7 for 5, 6 for 6 symbols and 5 for the 8- and 9-symbol alphabets (cycle-navigation,

@@ -1,6 +1,6 @@
 """Activations, RMSNorm, attention scales and parallel blocks in every backend.
 
-The independent oracle is tests/mp_oracle.py (mpmath, its own loops): the NumPy reference must
+The independent oracle is support/mp_oracle.py (mpmath, its own loops): the NumPy reference must
 match it at c = 1; the kernels (layer by layer and fused), the soft twin and the spec file must
 match the reference; the exact limit is checked against the oracle at large c in
 test_limit_oracle.py, whose adversarial specs draw these options too.

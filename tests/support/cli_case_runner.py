@@ -1,6 +1,6 @@
 """Run many ``satsim`` command lines in one process, under an address-space cap and a timer.
 
-Read by tests/test_cli_extreme_values.py, which starts this file as a child process (one per
+Read by tests/cli/test_cli_extreme_values.py, which starts this file as a child process (one per
 command, so that the imports and the compiled kernels are paid once): it reads a JSON object
 ``{"cap": bytes, "cases": [[id, argv, seconds], ...]}`` on standard input, then for
 each case prints a line ``{"id": id, "start": true}`` and, once the case ends, its outcome:
