@@ -32,9 +32,8 @@ from satsim.training.checkpoint import spec_path
 from tests.cli.test_cli_errors import one_error_line
 from tests.support.helpers import run_satsim, stack_sizes
 
-pytestmark = pytest.mark.slow  # a benchmark run, killed at random moments and resumed
-
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.slow,  # a benchmark run, killed at random moments and resumed
+              pytest.mark.usefixtures("one_torch_thread")]
 TINY = {"steps": 40, "train_size": 60, "eval_size": 10, "layers": 1, "d_model": 8, "heads": 1,
         "d_head": 4, "d_mlp": 8, "checkpoint_every": 10, "log_every": 5, "probe_size": 2}
 ARGS = ["--lang", "majority,parity", "--trials", "2", "-n", "10",

@@ -8,9 +8,8 @@ import pytest
 
 from tests.benchmarks.test_benchmark_flare import benchmark, reference, tables  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.slow  # a local Ray cluster
-
-pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread")]
+pytestmark = [pytest.mark.slow, pytest.mark.ray,  # slow: a local Ray cluster
+              pytest.mark.usefixtures("one_torch_thread")]
 
 
 def test_the_ray_engine_gives_the_local_tables_byte_for_byte(reference, ray_cluster,  # noqa: F811

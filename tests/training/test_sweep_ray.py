@@ -20,9 +20,8 @@ from satsim.training.sweep import plan, run_sweep
 from tests.support.helpers import set_options
 from tests.training.test_sweep import TINY, same_weights
 
-pytestmark = pytest.mark.slow  # a local Ray cluster
-
-pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("one_torch_thread", "ray_cluster")]
+pytestmark = [pytest.mark.slow, pytest.mark.ray,  # slow: a local Ray cluster
+              pytest.mark.usefixtures("one_torch_thread", "ray_cluster")]
 TIMING = ("elapsed", "resumed_from")
 RAY_CPUS = 3
 """The local cluster's CPUs (conftest's ray_cluster)."""
