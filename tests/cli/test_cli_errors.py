@@ -262,12 +262,14 @@ def test_every_option_has_help_and_every_integer_a_range():
                 assert param.type is not click.INT, f"satsim {name} {param.opts[0]} is unbounded"
 
 
+@pytest.mark.slow  # runs long
 def test_projection_at_an_overflowing_scale_says_so_instead_of_reporting_zero():
     result = invoke_satsim("projection", "--scales", "1e300", "--seeds", "1", "-n", "16")
     assert "overflows float64 at c = 1e+300" in result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stdout == ""
 
 
+@pytest.mark.slow  # runs long
 def test_scan_snap_notes_a_diverging_learning_rate():
     wild = invoke_satsim("scan-snap", "--trace", "3,1e6,5", "--iters", "12", "--seeds", "2")
     assert wild.returncode == 0, wild.stderr
@@ -303,6 +305,7 @@ SMALL_FIGURES = {
 }
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("command", list(SMALL_FIGURES))
 def test_results_are_printed_before_a_figure_that_fails_to_write(tmp_path, monkeypatch, command):
     args, module, function, printed = SMALL_FIGURES[command]

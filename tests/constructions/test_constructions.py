@@ -33,6 +33,7 @@ def assert_exact(check):
     assert check.wrong == 0, message
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize(("name", "task"), CASES)
 def test_exhaustive_on_short_strings(simulators, name, task):
     language = languages.get(name)
@@ -41,6 +42,7 @@ def test_exhaustive_on_short_strings(simulators, name, task):
                             rec_len if task == "recognition" else next_len))
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize(("name", "task"), CASES)
 def test_sampled_positives_and_hard_negatives(simulators, name, task):
     n, max_len = (1000, 2000) if task == "recognition" else (200, 500)
@@ -51,6 +53,7 @@ BUILT_LONG = ("reset-dyck1", "shuffle-dyck2", "shuffle-dyck3")  # exact samplers
 LONG_SAMPLED = [name for name in constructions.names() if name not in BUILT_LONG]
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("name", LONG_SAMPLED)
 def test_strings_of_length_100_000(simulators, name):
     assert_exact(long_strings(simulators(name, "recognition"), languages.get(name), 100_000, n=1))
@@ -114,6 +117,7 @@ def test_argmin_and_first_symbol_heads_are_local(simulators):
     assert roles[(0, 0)] == "local"
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("k", [2, 3])
 def test_shuffle_dyck_strings_of_length_100_000(simulators, k):
     # k uniform Dyck-1 words, one per bracket type, merged at uniformly random positions

@@ -22,6 +22,7 @@ def simulator(request):
     return Simulator(constructions.build("dyck1", dtype=request.param))
 
 
+@pytest.mark.slow  # runs long
 def test_exhaustive_up_to_length_16(simulator):
     strings = all_strings(16)
     truth = np.array([DYCK1.contains(s) for s in strings])
@@ -35,6 +36,7 @@ def test_reference_semantics_agree_exhaustively_up_to_length_10():
         assert (forward(spec, s).logits[0] > 0) == DYCK1.contains(s), s
 
 
+@pytest.mark.slow  # runs long
 def test_random_positives_and_hard_negatives_up_to_10_000(simulator):
     positives = DYCK1.sample_positive(5000, 0, 10_000, seed=1)
     negatives = DYCK1.sample_negative(5000, 1, 10_000, seed=2)

@@ -39,6 +39,7 @@ def _assert_same(a, b):
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.slow  # runs long
 @MODEST
 @given(st.one_of(cases(), cases(content="levels"), cases(content="integer", queries="same"),
                  cases(content="integer", queries="zero"), cases(keys="same")))
@@ -127,6 +128,7 @@ def test_forward_with_weight_detected_counting_heads_matches_runtime_detection(s
         np.testing.assert_array_equal(a.tie_gap, b.tie_gap)
 
 
+@pytest.mark.slow  # runs long
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 700), st.integers(1, 12), st.integers(1, 12),
        st.sampled_from((np.float32, np.float64)), st.booleans())

@@ -77,6 +77,7 @@ def assert_classes_match(case: Case) -> None:
     assert by_classes.output.tobytes() == per_query.output.tobytes()  # the same sums, bit for bit
 
 
+@pytest.mark.slow  # runs long
 @MODEST
 @given(repeated_keys())
 def test_class_path_matches_the_per_query_kernel_and_the_reference(case):

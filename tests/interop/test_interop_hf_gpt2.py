@@ -35,6 +35,7 @@ def _hf_logits(folder: Path, ids: list[int]) -> np.ndarray:
         return model(torch.tensor([ids])).logits[0].numpy()
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("name", MODELS)
 def test_imported_zoo_models_give_transformers_logits(name):
     spec = from_hf_gpt2(ZOO / name)

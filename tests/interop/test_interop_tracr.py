@@ -51,6 +51,7 @@ def test_saturated_outputs_equal_rasp_evaluate(fixture):
     assert not wrong, wrong[:2]
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda path: path.stem)
 def test_a_float32_import_is_refused_or_exact(path):
     """float32 imports where its rounding keeps every tie set, and is then exact; where it is
@@ -78,6 +79,7 @@ def test_sort_freq_at_32_is_refused_in_float32():
         load_tracr_fixture(path, dtype=np.float32)
 
 
+@pytest.mark.slow  # runs long
 def test_softmax_at_beta_one_is_tracr_own_model(fixture, one_torch_thread):
     from satsim.soft import SoftTransformer
 

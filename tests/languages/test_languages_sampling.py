@@ -31,6 +31,7 @@ def uniformity_length(lang) -> int:
     return best[-1] if best else max(n for n in small if lang.count(n))
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("name", NAMES)
 def test_ten_thousand_positives_and_negatives_each_pass_the_reference(name):
     lang, ref = languages.get(name), REFERENCE[name]

@@ -54,6 +54,7 @@ def test_nesting_up_to_the_limit_compiles_to_its_meaning_and_past_it_is_one_line
         assert "\n" not in str(caught.value)
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("language", ["crasp", "brasp"])
 def test_a_long_chain_of_definitions_each_built_on_the_last_compiles_to_its_meaning(language):
     lines = ['alphabet = "ab"', 'b0 = Q("a")']

@@ -268,6 +268,7 @@ def test_a_monoid_past_its_bound_is_refused():
         decide_user(language, max_monoid=size - 1)
 
 
+@pytest.mark.slow  # runs long
 def test_the_batch_refuses_what_passes_a_bound_and_goes_on():
     assert read_expressions(["# a comment\n", "a*\n", "  \n", "(b+a)?\n"]) == ["a*", "(b+a)?"]
     slow = "(" + "+".join(f"a{'b' * (i % 40)}c" for i in range(4_000)) + ")*"  # about 2 s
@@ -288,6 +289,7 @@ def test_the_batch_refuses_an_expression_past_its_memory_bound():
     assert rows[0]["refused"] == "needed more than 1 MiB"
 
 
+@pytest.mark.slow  # runs long
 def test_the_command_line(tmp_path):
     from tests.support.helpers import invoke_satsim
 

@@ -62,6 +62,7 @@ def reaching_words(dfa):
     return list(reach.values()), list(finish.values())
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("name", REGULAR)
 def test_the_decision_holds_on_the_language_itself(name):
     """Not star-free: the witness w has u·wᵏ·v in L differ from u·wᵏ⁺¹·v for every large k.
@@ -102,6 +103,7 @@ def test_the_minimal_dfa_accepts_the_language_with_no_fewer_states():
         assert again.states == dfa.states
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("name", STAR_FREE)
 def test_every_star_free_language_compiles_and_is_right(name):
     language = languages.get(name)
@@ -196,6 +198,7 @@ def near_the_bound(language, count, seed):
     return out
 
 
+@pytest.mark.slow  # runs long
 @pytest.mark.parametrize("name", ["dyck-2-3", "dyck-3-3", "dyck-2-10"])
 def test_the_nesting_program_of_a_bounded_dyck_language_is_the_language(name):
     """Its meaning and its compiled model against the oracle: every short string, and strings
@@ -284,6 +287,7 @@ def test_the_decide_table_skips_what_would_take_long_and_says_how_long(monkeypat
     assert rows["dyck-2-5"]["star_free"] is True and rows["tomita3"]["star_free"] is False
 
 
+@pytest.mark.slow  # runs long
 def test_compiling_a_model_too_large_for_memory_is_refused_while_it_is_laid_out(monkeypatch):
     import satsim.engine.resources as resources
     from satsim.rasp.circuit import MODEL_COPIES

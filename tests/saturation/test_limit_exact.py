@@ -81,6 +81,7 @@ def test_harmless_splits_in_random_models_leave_the_leading_order_output_unchang
     assert limit.findings and all(f.harmless for f in limit.findings)
 
 
+@pytest.mark.slow  # runs long
 def test_the_exact_limit_of_the_dyck1_construction_recognises_dyck1():
     spec = constructions.build("dyck1")
     dyck1 = languages.get("dyck1")

@@ -6,6 +6,7 @@ ties; limit_signs is checked to send exactly the strings with such tie sets to t
 
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -88,6 +89,7 @@ def test_the_spread_kernel_matches_the_reference_tie_sets(case):
     np.testing.assert_array_equal(got[1], want[1])
 
 
+@pytest.mark.slow  # runs long
 def test_a_rising_best_score_leaves_the_old_tie_set_behind():
     # A constant query over keys scoring 1, 1, 3, 3 (causal): queries 1 and 3 tie two keys of
     # equal values, so no tie set holds different values, though keys 0 and 1 differ from 2, 3.

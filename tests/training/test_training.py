@@ -32,6 +32,7 @@ def rows(run):
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow  # runs long
 def test_dyck1_next_symbol_trains_to_99_percent_in_distribution(tmp_path):
     config = TrainConfig(steps=400, log_every=50, checkpoint_every=200)
     result = train(config, tmp_path / "run")
@@ -51,6 +52,7 @@ def test_dyck1_next_symbol_trains_to_99_percent_in_distribution(tmp_path):
     assert spec.output.labels == ("(", ")", "<eos>") and spec.output.task == "next-symbol"
 
 
+@pytest.mark.slow  # runs long
 def test_a_killed_run_resumes_to_the_same_weights_and_metrics(tmp_path):
     config = TrainConfig(**SMALL)
     whole = train(config, tmp_path / "whole")
@@ -210,6 +212,7 @@ def test_a_failed_start_leaves_nothing_that_blocks_a_corrected_one(tmp_path):
     assert "already holds a run" in str(again.exception)
 
 
+@pytest.mark.slow  # runs long
 def test_a_damaged_newest_checkpoint_is_passed_over_with_a_notice(tmp_path):
     config = TrainConfig(**{**SMALL, "steps": 40})
     train(config, tmp_path / "run")

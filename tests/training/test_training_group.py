@@ -80,6 +80,7 @@ def test_a_group_key_separates_what_cannot_share_a_stack():
     assert group_key(a, 1) != group_key(a, 3)  # next-symbol logits per symbol differ
 
 
+@pytest.mark.slow  # runs long
 def test_each_run_of_a_group_follows_its_run_alone_in_float64(tmp_path):
     group = configs()
     results = train_group(group, [tmp_path / f"group{i}" for i in range(len(group))])
@@ -118,6 +119,7 @@ def test_each_run_of_a_group_follows_its_run_alone_in_float64(tmp_path):
     assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
 
 
+@pytest.mark.slow  # runs long
 def test_runs_with_other_batch_sizes_share_a_stack_and_each_follows_its_run_alone(tmp_path):
     group = [TrainConfig.from_dict({**config.to_dict(), "batch_size": size, "steps": 80,
                                     "checkpoint_every": 40, "log_every": 40})
@@ -144,6 +146,7 @@ def test_a_run_that_diverges_leaves_the_stack_with_its_error_and_the_others_go_o
     assert results[2].steps == 40 and np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
 
 
+@pytest.mark.slow  # runs long
 def test_sgd_with_momentum_in_a_stack_resumes_from_a_checkpoint_and_from_its_last_one(tmp_path):
     group = [TrainConfig.from_dict({**config.to_dict(), "optimizer": "sgd", "momentum": 0.9,
                                     "lr": 0.05, "steps": 60, "checkpoint_every": 20,
@@ -228,6 +231,7 @@ def test_runs_are_stacked_by_architecture_and_the_memory_free(monkeypatch):
     assert [len(group) for group in sweep.plan_groups(planned, size=8)] == [1, 1, 1, 1]
 
 
+@pytest.mark.slow  # runs long
 def test_a_sweep_in_stacks_gives_the_rows_of_the_sweep_run_by_run(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
