@@ -23,7 +23,7 @@ from satsim.soft import SoftTransformer
 TASKS = ["recognition", "next-symbol"]
 CASES = [(name, task) for name in constructions.names() for task in TASKS]
 BENCHMARK = ("dyck1", "recognition")  # kept with its residual stream (bench/dyck1_throughput.py)
-SCALE = 1000.0  # float64 holds every construction up to c ≈ 10^18 (satsim.saturation.safety)
+SCALE = 1000.0  # float64 holds every construction up to c ≈ 10^18 (satsim.model.safety)
 
 
 def test_cases_cover_every_construction_and_task():

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from satsim.model.scaling import Rates
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import allowed_keys, attention_scores, tie_sets
 from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.run import LimitRun, run_limit
-from satsim.saturation.scaling import Rates
 from satsim.saturation.signs import limit_signs
 
 if TYPE_CHECKING:

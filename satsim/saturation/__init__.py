@@ -16,12 +16,12 @@
   (they run the torch soft twin).
 """
 
+from satsim.model.degrees import degrees, dropped_terms, growth_exponent, network_graph
+from satsim.model.safety import check_scale, max_safe_scale
+from satsim.model.scaling import parse_rates, rated, scale_spec
 from satsim.saturation.exact import ExactLimit, Finding, exact_limit
-from satsim.saturation.graph import degrees, dropped_terms, growth_exponent, network_graph
 from satsim.saturation.limit import LeadingOrder, leading_order, limit
 from satsim.saturation.run import LimitRun, run_limit
-from satsim.saturation.safety import check_scale, max_safe_scale
-from satsim.saturation.scaling import parse_rates, rated, scale_spec
 from satsim.saturation.signs import LimitPredictor, LimitSigns, limit_signs
 
 __all__ = [

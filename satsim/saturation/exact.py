@@ -24,9 +24,9 @@ from satsim.engine.kernels.expansion import PREFIX_CLASSES, expanded_attention
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
 from satsim.model.masks import allowed_matrix, head_allowed, mask_codes
+from satsim.model.scaling import Rates, rated
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.reference.forward import ACTIVATION_FUNCTIONS
-from satsim.saturation.scaling import Rates, rated
 from satsim.saturation.series import (
     NO_DEGREE,
     ORDERS,

@@ -32,11 +32,11 @@ from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encoder, positional_vectors
 from satsim.model.masks import mask_codes
 from satsim.model.readout import next_symbol_sets
+from satsim.model.scaling import Rates
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import ExactLimit, exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
-from satsim.saturation.scaling import Rates
 from satsim.saturation.series import ORDERS
 
 VANISHING = 1e-9

@@ -24,15 +24,15 @@ from torch.nn import functional as F
 
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks, steps
+from satsim.model.degrees import growth_exponent, network_graph
 from satsim.model.encoding import Input, encoder
 from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
+from satsim.model.respec import with_tensors
+from satsim.model.safety import check_scale
+from satsim.model.scaling import Rates, scale_factors
 from satsim.model.settings import AttentionSettings, default_tolerance, head_settings
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
-from satsim.saturation.graph import growth_exponent, network_graph
-from satsim.saturation.respec import with_tensors
-from satsim.saturation.safety import check_scale
-from satsim.saturation.scaling import Rates, check_rates, rate_of
 from satsim.soft.device import resolve_device, resolve_dtype
 from satsim.soft.hard_attention import kind_weights
 
@@ -150,14 +150,13 @@ class SoftTransformer(nn.Module):
 
     def scaled(self, c: float, rates: Rates | None = None) -> SoftTransformer:
         """Return a copy at cθ: every parameter times c and its group's rate (see scaling)."""
-        names = [name for name, _ in self.named_parameters()]
-        check_rates(names, rates)
+        factors = scale_factors([name for name, _ in self.named_parameters()], c, rates)
         largest = c * max([1.0, *(rates or {}).values()])
         check_scale(self.spec, largest, np.float32 if self.dtype == torch.float32 else np.float64)
         twin = copy.deepcopy(self, {id(self.spec): self.spec})  # the spec is frozen: share it
         with torch.no_grad():
             for name, param in twin.named_parameters():
-                param.mul_(c * rate_of(name, rates))
+                param.mul_(factors[name])
         twin.scale = self.scale * c
         return twin
 
