@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.batch import forward_batch
-from satsim.engine.kernels.tie_values import tie_value_spread
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, counting_heads
 from satsim.model.architecture import run as run_model
@@ -36,6 +35,7 @@ from satsim.model.scaling import Rates
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import ExactLimit, exact_limit
+from satsim.saturation.kernels.tie_values import tie_value_spread
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.series import ORDERS
 
