@@ -186,7 +186,10 @@ class _Evaluator(Backend[Series]):
                              lambda features, name: constant(features @ pos.W_feat, 1),
                              lambda table: constant(table, 0), model=spec.name)
         tokens = constant(spec.W_E[ids], 1)
-        return tokens if term is None else add(tokens, term)
+        x = tokens if term is None else add(tokens, term)
+        self.length = len(ids)
+        self.streams = [x]
+        return x
 
     def norm(self, x: Series, ln: LayerNormSpec, name: str) -> Series:
         """LayerNorm or RMSNorm of a series, noting undetermined and vanishing rows."""
@@ -280,11 +283,7 @@ class _Evaluator(Backend[Series]):
 
     def run(self, string: str) -> ExactLimit:
         """The exact limit of ``string``, with its findings."""
-        ids = encode(self.spec, string)
-        self.length = len(ids)
-        x = self.embed(ids)
-        self.streams = [x]
-        logits = run(self.spec, self, x)
+        logits = run(self.spec, self, encode(self.spec, string))
         return ExactLimit(string, self.streams, self.heads, logits, self.findings,
                           self.spec.output.readout)
 

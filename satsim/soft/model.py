@@ -25,7 +25,7 @@ from torch.nn import functional as F
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks, steps
 from satsim.model.degrees import growth_exponent, network_graph
-from satsim.model.encoding import Input, encoder
+from satsim.model.encoding import Input, encode_batch, pad_ids
 from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
 from satsim.model.respec import with_tensors
@@ -206,12 +206,7 @@ class SoftTransformer(nn.Module):
             lengths = torch.full((batch,), n, dtype=torch.long)
         key_mask = torch.arange(n, device=self.device)[None, :] < lengths.to(self.device)[:, None]
         soft = self._pass(key_mask, beta, cache)
-        x = soft.hook("hook_embed", self.embed.W_E[tokens])
-        pos = self._positions(n, lengths)
-        if pos is not None:
-            x = x + soft.hook("hook_pos_embed", pos.expand(batch, n, -1))
-        soft.residuals.append(x)
-        final = run_blocks(self.spec, soft, x, self._steps())
+        final = run_blocks(self.spec, soft, soft.embed(tokens), self._steps())
         at = None if logits_at is None else [int(position) for position in logits_at]
         read = final if at is None else final[:, at]
         return SoftRun(soft.unembed(read, self.spec.output), soft.residuals, final, lengths,
@@ -222,17 +217,8 @@ class SoftTransformer(nn.Module):
 
         Each input is text, a sequence of tokens or of token ids, as the simulator takes them.
         """
-        if isinstance(strings, str):
-            raise SatsimError("pass a list of strings, not a single string")
-        encode_one = encoder(self.spec)
-        ids = [encode_one(s) for s in strings]
-        if not ids or any(len(seq) == 0 for seq in ids):
-            raise SatsimError("give at least one string that yields at least one token")
-        lengths = torch.tensor([len(seq) for seq in ids], dtype=torch.long)
-        tokens = torch.zeros((len(ids), int(lengths.max())), dtype=torch.long)
-        for row, seq in enumerate(ids):
-            tokens[row, : len(seq)] = torch.from_numpy(seq)
-        return tokens.to(self.device), lengths
+        padded, lengths = pad_ids(encode_batch(self.spec, strings, at_least_one=True))
+        return torch.from_numpy(padded).to(self.device), torch.from_numpy(lengths)
 
     def run(self, strings: Sequence[Input], *, beta: float = 1.0,
             cache: bool = False) -> SoftRun:
@@ -283,6 +269,16 @@ class SoftPass(Backend[Tensor]):
         self.beta = beta
         self.hooks: dict[str, Tensor] | None = {} if cache else None
         self.residuals: list[Tensor] = []
+
+    def embed(self, tokens: Tensor) -> Tensor:
+        """Token rows plus positions of padded ids (B, T), hooked: the first residual stream."""
+        model, (batch, n) = self.model, tokens.shape
+        x = self.hook("hook_embed", model.embed.W_E[tokens])
+        pos = model._positions(n, self.key_mask.sum(dim=-1).cpu())
+        if pos is not None:
+            x = x + self.hook("hook_pos_embed", pos.expand(batch, n, -1))
+        self.residuals.append(x)
+        return x
 
     def hook(self, name: str, value: Tensor) -> Tensor:
         """Cache ``value`` under hook ``name`` when caching."""
