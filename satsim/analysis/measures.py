@@ -1,4 +1,4 @@
-"""How close a soft model is to its saturated limit, layer by layer (seed 001, Figures 4 and 5).
+"""How close a soft model is to its saturated limit, by layer (Merrill et al. 2021, Figures 4, 5).
 
 - representation similarity: cos(f(x; θ), f(x; cθ)) per token along the hidden dimension,
   averaged over tokens, for every residual stream (Figure 4 uses c = 1000);

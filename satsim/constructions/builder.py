@@ -18,6 +18,7 @@ from satsim.constructions.lifting import POS, SIGNED_FEATURES, lift
 from satsim.constructions.parts import Head, Layer, Neuron, Weights
 from satsim.constructions.residual import Residual
 from satsim.model.spec import (
+    BOS,
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,
@@ -26,7 +27,6 @@ from satsim.model.spec import (
     PositionalSpec,
 )
 
-BOS = "<bos>"
 __all__ = ["BOS", "Builder", "Head", "Neuron"]
 
 

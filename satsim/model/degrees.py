@@ -1,7 +1,7 @@
 """The network graph of a spec, each node carrying its degree of homogeneity.
 
-Degrees follow Li and Arora's rules (seed 001, Table 1): a parameter has degree 1 and a fixed
-input degree 0; a product (a matmul, an embedding lookup, attention weights times values, q·k)
+Degrees follow Li and Arora's rules (Merrill et al. 2021, Table 1): a parameter has degree 1 and a
+fixed input degree 0; a product (a matmul, an embedding lookup, attention weights times values, q·k)
 adds its inputs' degrees; a sum keeps the highest degree and its lower-degree terms vanish
 relative to it (they are recorded as ``dropped``); LayerNorm gives 0 (1 once its affine map is
 applied); ReLU keeps the degree; softmax gives 0 and saturates when its scores have degree > 0.
@@ -31,7 +31,7 @@ from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 
 
 def _degree(op: str, inputs: list[int]) -> int:
-    """Degree of a node from its op and its inputs' degrees (Table 1 of seed 001)."""
+    """Degree of a node from its op and its inputs' degrees (Table 1 of Merrill et al. 2021)."""
     if op == "param":
         return 1
     if op in ("const", "layernorm", "rmsnorm", "softmax"):

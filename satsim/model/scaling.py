@@ -2,8 +2,9 @@
 
 A rate is a constant factor on c for the tensors whose names match a glob pattern, so a
 group with rate r follows the trajectory θ_g ↦ r·c·θ_g. This is the paper's non-uniform
-saturation (seed 001, appendix C): rates whose ratios converge reach the same limit as uniform
-scaling of the re-weighted parameters r·θ, which is how :func:`rated` and the limit use them.
+saturation (Merrill et al. 2021, appendix C): rates whose ratios converge reach the same limit as
+uniform scaling of the re-weighted parameters r·θ, which is how :func:`rated` and the limit use
+them.
 """
 
 from __future__ import annotations

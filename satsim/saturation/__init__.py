@@ -1,7 +1,7 @@
 """The saturated limit of a spec: degrees, the leading-order network, the exact limit.
 
 - ``network_graph(spec)`` / ``degrees(spec)``: the network graph (networkx) with each node's degree
-  of homogeneity by the rules of seed 001, Table 1.
+  of homogeneity by the rules of Merrill et al. 2021, Table 1.
 - ``limit(spec)``: the leading-order ModelSpec (terms below their sum's degree dropped), to run
   with saturated attention; a pre-LN limit keeps the skip connection at some sublayers only,
   which the spec's per-sublayer ``residual`` flags express. ``leading_order(spec)`` also reports

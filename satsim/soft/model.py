@@ -305,7 +305,7 @@ class SoftPass(Backend[Tensor]):
         for name, value in (("q", q), ("k", k), ("v", v)):
             self.hook(f"{p}.hook_{name}", value.transpose(1, 2))
         scale = branch.module.scale
-        factor = self.beta * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+        factor = self.beta * branch.module.score_scale
         masks = set(branch.module.head_masks)
         fusable = (masks in ({"causal"}, {"bidirectional"}) and self.fused_softmax()
                    and not branch.module.fixed_kinds)
@@ -313,6 +313,8 @@ class SoftPass(Backend[Tensor]):
             z = self.fused_attention(q, k, v, factor, masks == {"causal"})
         else:
             scores = torch.einsum("bhte,bhse->bhts", q, k)
+            # Divided by √d rather than times score_scale: a product rounds otherwise in float32,
+            # and the documented training runs (README, bench/results) were made this way.
             scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
             n = x.shape[1]
             by_position = torch.from_numpy(head_allowed(branch.module.head_masks, n)).to(x.device)
