@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from satsim.constructions.parts import Head
 from satsim.errors import SatsimError
@@ -38,34 +38,26 @@ from satsim.model.settings import default_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.rasp import brasp
 from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
-from satsim.rasp.logic import (
+from satsim.rasp.ir import (
     FALSE,
-    ONE,
     TRUE,
     Formula,
+    Read,
     conjoin,
+    constant,
     disjoin,
     negate,
     restrict,
+    sort_key,
     substitute,
     var,
     variables,
 )
+from satsim.rasp.logic import ONE
 from satsim.rasp.syntax import And, At, Attend, Constant, Node, Not, Program
 
 MODEL_MASKS = {"past": "strict-past", "future": "strict-future", "all": "bidirectional"}
 """The model mask (:mod:`satsim.model.masks`) of each B-RASP mask."""
-
-
-@dataclass(frozen=True)
-class _Read:
-    """A variable of SCORE, VALUE or a default: a vector (its formula) read at i or at j.
-
-    A type of its own, so never taken for a dimension, whatever the dimension is called.
-    """
-
-    index: str
-    vector: Formula
 
 
 class _Compiler(ProgramCompiler):
@@ -78,11 +70,11 @@ class _Compiler(ProgramCompiler):
         raise TypeError(f"not a B-RASP node: {node!r}")
 
     def pair(self, node: Node) -> Formula:
-        """A SCORE/VALUE/default formula over reads (:class:`_Read`) at i and at j."""
+        """A SCORE/VALUE/default formula over reads (:class:`~satsim.rasp.ir.Read`) at i and j."""
         if isinstance(node, At):
-            return var(_Read(node.index, self.boolean(node.vector)))
+            return var(Read(node.index, self.boolean(node.vector)))
         if isinstance(node, Constant):
-            return TRUE if node.value else FALSE
+            return constant(node.value)
         if isinstance(node, Not):
             return negate(self.pair(node.arg))
         parts = [self.pair(arg) for arg in node.args]
@@ -111,7 +103,7 @@ class _Compiler(ProgramCompiler):
         return disjoin(*cases)
 
     def head(self, node: Attend, qualifying: Formula, value: Formula,
-             value_reads: list[_Read]) -> tuple[Formula, list[tuple[Formula, Formula]]]:
+             value_reads: list[Read]) -> tuple[Formula, list[tuple[Formula, Formula]]]:
         """One head: its ``found`` bit and, per assignment of VALUE's reads at i, the value."""
         key_bit = self.bits.bit(qualifying, "qualifies")
         sign = -1.0 if node.side == "leftmost" else 1.0
@@ -164,17 +156,18 @@ def compile_brasp(program: Program, name: str = "brasp") -> ModelSpec:
 
 def _at_side(formula: Formula, side: str) -> Formula:
     """The formula with the reads at ``side`` ("i" or "j") replaced by their vectors."""
-    return substitute(formula, lambda read: read.vector if isinstance(read, _Read)
+    return substitute(formula, lambda read: read.vector if isinstance(read, Read)
                       and read.index == side else var(read))
 
 
-def _query_reads(formula: Formula) -> list[_Read]:
+def _query_reads(formula: Formula) -> list[Read]:
     """The formula's reads at the query position i, in a fixed order."""
     return sorted((read for read in variables(formula)
-                   if isinstance(read, _Read) and read.index == "i"), key=repr)
+                   if isinstance(read, Read) and read.index == "i"),
+                  key=lambda read: sort_key(read.vector))
 
 
-def _holds(reads: list[_Read], values: tuple[bool, ...]) -> Formula:
+def _holds(reads: list[Read], values: tuple[bool, ...]) -> Formula:
     """The formula true where each read's vector has its value in ``values``."""
     return conjoin(*(read.vector if bit else negate(read.vector)
                      for read, bit in zip(reads, values)))

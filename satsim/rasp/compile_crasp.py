@@ -42,7 +42,8 @@ from satsim.model.spec import ModelSpec
 from satsim.rasp import crasp
 from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
 from satsim.rasp.circuit import BOS_DIM
-from satsim.rasp.logic import ONE, TRUE, Formula, conjoin, negate, var
+from satsim.rasp.ir import TRUE, Formula, Scaled, conjoin, negate, var
+from satsim.rasp.logic import ONE
 from satsim.rasp.syntax import (
     Add,
     Compare,
@@ -65,18 +66,8 @@ def gamma(n: int) -> float:
 
 
 @dataclass(frozen=True)
-class Scaled:
-    """A count carried as C/(i + 1): a linear form over residual dimensions.
-
-    Each dimension's :class:`Quality` bounds its value and its rounding error.
-    """
-
-    terms: tuple[tuple[str, int], ...]  # (dimension, integer coefficient; ½ for a sign's offset)
-
-
-@dataclass(frozen=True)
 class Quality:
-    """A dimension's bound on |value| and on its rounding error."""
+    """A dimension's bound on |value| and on its rounding error (of a :class:`Scaled` term)."""
 
     bound: float
     error: float
