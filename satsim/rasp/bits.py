@@ -17,6 +17,8 @@ more layer).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from satsim.constructions.parts import Neuron
 from satsim.rasp import syntax
 from satsim.rasp.circuit import BOS_DIM, Circuit
@@ -39,7 +41,7 @@ from satsim.rasp.ir import (
     variables,
 )
 from satsim.rasp.logic import ONE, cube_neuron, cubes, gate_neurons
-from satsim.rasp.syntax import Node, Program
+from satsim.rasp.syntax import Definition, Node, Program
 
 BOS_ATOM = var(Token(None))
 """The formula true at BOS only."""
@@ -128,14 +130,40 @@ class Bits:
         return form
 
 
-class ProgramCompiler:
-    """What both compilers share: the circuit, its bits, and the formulas of Boolean vectors."""
+class ProgramCompiler(ABC):
+    """What both compilers share: the circuit, its bits, and the formulas of Boolean vectors.
+
+    A language adds its own Boolean node, its length bound and its meaning on the empty string;
+    :mod:`satsim.rasp.stages` runs the stages.
+    """
+
+    description = ""
+    """What the compiled model says it is."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
         self.circuit = Circuit(program.alphabet)
         self.bits = Bits(self.circuit)
         self.booleans: dict[str, Formula] = {}
+
+    def define(self, definition: Definition) -> None:
+        """One definition's formula (the formulas stage), its own dimension where it is large."""
+        self.circuit.context = definition.name
+        self.booleans[definition.name] = self.bits.compact(self.boolean(definition.expr),
+                                                           definition.name)
+
+    def readout(self, accept: Formula) -> dict[str, float]:
+        """The logit 2·accept − 1 as a linear form, ``accept`` written as a bit if it is not one."""
+        self.circuit.context = "accept"
+        return self.bits.readout(accept, self.accepts_empty())
+
+    @abstractmethod
+    def accepts_empty(self) -> bool:
+        """Whether the program accepts the empty string (its interpreter's answer)."""
+
+    @abstractmethod
+    def max_tokens(self) -> int:
+        """The longest input (tokens, BOS included) on which the compiled model is exact."""
 
     def boolean(self, node: Node) -> Formula:
         """The formula of a Boolean vector over symbol atoms and exact bit dimensions."""
@@ -153,6 +181,6 @@ class ProgramCompiler:
             return disjoin(*(self.boolean(arg) for arg in node.args))
         return self.language_boolean(node)
 
+    @abstractmethod
     def language_boolean(self, node: Node) -> Formula:
         """The formula of a Boolean node only one of the languages has."""
-        raise TypeError(f"not a Boolean node of this language: {node!r}")

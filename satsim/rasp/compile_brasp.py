@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
 
 from satsim.constructions.parts import Head
-from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
-from satsim.model.spec import ModelSpec
 from satsim.rasp import brasp
 from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
 from satsim.rasp.ir import (
@@ -54,14 +51,16 @@ from satsim.rasp.ir import (
     variables,
 )
 from satsim.rasp.logic import ONE
-from satsim.rasp.syntax import And, At, Attend, Constant, Node, Not, Program
+from satsim.rasp.syntax import And, At, Attend, Constant, Node, Not
 
 MODEL_MASKS = {"past": "strict-past", "future": "strict-future", "all": "bidirectional"}
 """The model mask (:mod:`satsim.model.masks`) of each B-RASP mask."""
 
 
-class _Compiler(ProgramCompiler):
-    """One pass over a B-RASP program's definitions, building its circuit."""
+class BraspCompiler(ProgramCompiler):
+    """The formulas stage of a B-RASP program: attention read as formulas over its heads."""
+
+    description = "compiled from a B-RASP program"
 
     def language_boolean(self, node: Node) -> Formula:
         """An attention's result, written into a dimension of its own."""
@@ -128,30 +127,14 @@ class _Compiler(ProgramCompiler):
                   for query_is, chosen in values]
         return var(placed[key_bit]), copied
 
-    def compile(self, name: str) -> ModelSpec:
-        """The whole program as a model."""
-        for definition in self.program.needed():
-            self.circuit.context = definition.name
-            self.booleans[definition.name] = self.bits.compact(
-                self.boolean(definition.expr), definition.name)
-        self.circuit.context = "accept"
-        readout = self.bits.readout(self.booleans["accept"], brasp.accepts(self.program, ""))
-        spec = self.circuit.build(name, readout, description="compiled from a B-RASP program")
-        return replace(spec, source=self.program.text, source_language="brasp",
-                       max_tokens=_max_tokens())
+    def accepts_empty(self) -> bool:
+        """Whether the program accepts the empty string (its interpreter's answer)."""
+        return brasp.accepts(self.program, "")
 
-
-def _max_tokens() -> int:
-    """The most tokens T for which an integer score gap of 1 beats the tie tolerance at 2T."""
-    atol, rtol = default_tolerance(float)
-    return math.ceil((1 - atol) / (2 * rtol)) - 1
-
-
-def compile_brasp(program: Program, name: str = "brasp") -> ModelSpec:
-    """The saturated transformer of a B-RASP program (see the module's docstring)."""
-    if program.language != "brasp":
-        raise SatsimError(f"compile_brasp needs a B-RASP program, got {program.language}")
-    return _Compiler(program).compile(name)
+    def max_tokens(self) -> int:
+        """The most tokens T for which an integer score gap of 1 beats the tie tolerance at 2T."""
+        atol, rtol = default_tolerance(float)
+        return math.ceil((1 - atol) / (2 * rtol)) - 1
 
 
 def _at_side(formula: Formula, side: str) -> Formula:
