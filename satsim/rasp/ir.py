@@ -7,7 +7,9 @@ types, so that none is ever taken for another, whatever a program names its defi
 - a residual dimension, a ``str``: the name of an exact 0/1 bit of the circuit;
 - a :class:`Token`: true where the input token is a given symbol (or BOS);
 - a :class:`Read`: a Boolean vector read at the query (``i``) or the key (``j``) inside a
-  B-RASP attention.
+  B-RASP attention;
+- a :class:`Defined`: a definition of a program that :mod:`satsim.rasp.extract` writes, printed
+  as B-RASP by :func:`program_text`.
 
 Formulas are built with :func:`negate`, :func:`conjoin` and :func:`disjoin`, which simplify
 (constants absorb or drop out, nested conjunctions and disjunctions flatten), so that equal
@@ -36,8 +38,16 @@ class Read:
     vector: Formula
 
 
-Variable = str | Token | Read
-"""What a formula reads: a residual dimension (a ``str``), a :class:`Token` or a :class:`Read`."""
+@dataclass(frozen=True)
+class Defined:
+    """A definition of a program, by name: what a program written from a model reads."""
+
+    name: str
+
+
+Variable = str | Token | Read | Defined
+"""What a formula reads: a residual dimension (a ``str``), a :class:`Token`, a :class:`Read` or
+a :class:`Defined` vector."""
 
 
 @dataclass(frozen=True)
@@ -187,4 +197,39 @@ def _variable_key(v: Variable) -> tuple:
         return (0, v)
     if isinstance(v, Token):
         return (1, v.symbol is None, v.symbol or "")
-    return (2, v.index, sort_key(v.vector))
+    if isinstance(v, Read):
+        return (2, v.index, sort_key(v.vector))
+    return (3, v.name)
+
+
+def program_text(f: Formula) -> str:
+    """The formula as a B-RASP expression (each conjunction and disjunction in parentheses)."""
+    if isinstance(f, Const):
+        return str(f.value)
+    if isinstance(f, Var):
+        return _variable_text(f.variable)
+    if isinstance(f, Negation):
+        return f"not {program_text(f.arg)}"
+    word = " and " if isinstance(f, Conjunction) else " or "
+    return "(" + word.join(program_text(g) for g in f.args) + ")"
+
+
+def _variable_text(v: Variable) -> str:
+    if isinstance(v, Defined):
+        return v.name
+    if isinstance(v, Read):
+        return f"{program_text(v.vector)}[{v.index}]"
+    if isinstance(v, Token) and v.symbol is not None:
+        return f'Q("{v.symbol}")'
+    raise TypeError(f"{v!r} is not part of B-RASP")
+
+
+def defined_names(f: Formula) -> set[str]:
+    """The definitions a formula reads, inside reads too."""
+    found: set[str] = set()
+    for v in variables(f):
+        if isinstance(v, Defined):
+            found.add(v.name)
+        elif isinstance(v, Read):
+            found |= defined_names(v.vector)
+    return found
