@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from satsim.constructions.parts import Neuron
+from satsim.circuits.parts import ONE, Neuron
+from satsim.circuits.schedule import BOS_DIM, Circuit
 from satsim.rasp import syntax
-from satsim.rasp.circuit import BOS_DIM, Circuit
 from satsim.rasp.ir import (
     FALSE,
     TRUE,
@@ -40,7 +40,7 @@ from satsim.rasp.ir import (
     var,
     variables,
 )
-from satsim.rasp.logic import ONE, cube_neuron, cubes, gate_neurons
+from satsim.rasp.logic import cube_neuron, cubes, gate_neurons
 from satsim.rasp.syntax import Definition, Node, Program
 
 BOS_ATOM = var(Token(None))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from satsim.constructions.parts import Head
+from satsim.circuits.parts import ONE, Head
 from satsim.model.settings import default_tolerance
 from satsim.rasp import brasp
 from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
@@ -50,7 +50,6 @@ from satsim.rasp.ir import (
     var,
     variables,
 )
-from satsim.rasp.logic import ONE
 from satsim.rasp.syntax import And, At, Attend, Constant, Node, Not
 
 MODEL_MASKS = {"past": "strict-past", "future": "strict-future", "all": "bidirectional"}

@@ -35,14 +35,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from satsim.constructions.parts import Head, Neuron
+from satsim.circuits.parts import ONE, Head, Neuron
+from satsim.circuits.schedule import BOS_DIM
 from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
 from satsim.rasp import crasp
 from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
-from satsim.rasp.circuit import BOS_DIM
 from satsim.rasp.ir import TRUE, Formula, Scaled, conjoin, negate, var
-from satsim.rasp.logic import ONE
 from satsim.rasp.syntax import (
     Add,
     Compare,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from satsim.constructions.parts import Neuron
+from satsim.circuits.parts import ONE, Neuron
 from satsim.rasp.ir import (
     FALSE,
     TRUE,
@@ -25,8 +25,6 @@ from satsim.rasp.ir import (
     variables,
 )
 
-ONE = "one"
-"""The residual dimension that is 1 at every position (thresholds are weights on it)."""
 MAX_CUBES = 4096
 """Cubes one formula may take before its compiler materialises parts of it instead."""
 MAX_CUBE_VARIABLES = 40

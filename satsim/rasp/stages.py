@@ -13,20 +13,20 @@ parse → formulas → circuit → schedule → spec (docs/architecture.md, "The
 3. :func:`circuit`: the formula of ``accept`` written as an exact bit (an embedding column, or
    feed-forward cubes from :mod:`satsim.rasp.logic`); the readout's linear form.
 4. :func:`schedule`: the circuit's sublayers, each at the earliest slot its reads allow
-   (fixed as it was placed), grouped into blocks (:mod:`satsim.rasp.circuit`).
+   (fixed as it was placed), grouped into blocks (:mod:`satsim.circuits.schedule`).
 5. :func:`spec`: the blocks as a :class:`~satsim.model.spec.ModelSpec` that carries its program
-   and its length bound (:class:`~satsim.constructions.builder.Builder`).
+   and its length bound (:class:`~satsim.circuits.builder.Builder`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from satsim.constructions.parts import Layer
+from satsim.circuits.parts import Layer
+from satsim.circuits.schedule import Circuit
 from satsim.errors import SatsimError
 from satsim.model.spec import ModelSpec
 from satsim.rasp.bits import ProgramCompiler
-from satsim.rasp.circuit import Circuit
 from satsim.rasp.compile_brasp import BraspCompiler
 from satsim.rasp.compile_crasp import CraspCompiler
 from satsim.rasp.ir import Formula

@@ -20,11 +20,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from satsim.constructions.builder import BOS, Builder, columns_read
-from satsim.constructions.parts import Head, Layer, Neuron, dim
+from satsim.circuits.builder import BOS, Builder, columns_read
+from satsim.circuits.parts import ONE, Head, Layer, Neuron, dim
 from satsim.engine.resources import check_memory
 from satsim.model.spec import ModelSpec
-from satsim.rasp.logic import ONE
 
 MODEL_COPIES = 3
 """Copies of a compiled model's float64 weights held at once: the arrays as built, the model,
