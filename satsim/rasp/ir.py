@@ -23,14 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     """True where the token is ``symbol`` (None: BOS); a variable, never a dimension."""
 
     symbol: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Read:
     """A Boolean vector (its formula) read at ``index`` "i" (the query) or "j" (the key)."""
 
@@ -38,7 +38,7 @@ class Read:
     vector: Formula
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Defined:
     """A definition of a program, by name: what a program written from a model reads."""
 
@@ -50,35 +50,35 @@ Variable = str | Token | Read | Defined
 a :class:`Defined` vector."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Const:
     """True or False everywhere."""
 
     value: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Var:
     """The value of one variable."""
 
     variable: Variable
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Negation:
     """``not arg``."""
 
     arg: Formula
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Conjunction:
     """``args[0] and args[1] and ...`` (at least two, none a conjunction or a constant)."""
 
     args: tuple[Formula, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Disjunction:
     """``args[0] or args[1] or ...`` (at least two, none a disjunction or a constant)."""
 
@@ -90,7 +90,7 @@ TRUE: Formula = Const(True)
 FALSE: Formula = Const(False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scaled:
     """A C-RASP count C carried as C/(i + 1): a linear form over residual dimensions."""
 
@@ -131,9 +131,9 @@ def _join(kind: type[Conjunction | Disjunction], fs: tuple[Formula, ...], unit: 
     """``kind`` of the formulas: ``unit`` drops out, ``zero`` absorbs, ``kind`` flattens."""
     parts: list[Formula] = []
     for f in fs:
-        if f == zero:
-            return zero
-        if f == unit:
+        if isinstance(f, Const):
+            if f == zero:
+                return zero
             continue
         parts.extend(f.args if isinstance(f, kind) else (f,))
     return unit if not parts else parts[0] if len(parts) == 1 else kind(tuple(parts))

@@ -14,9 +14,8 @@ from collections import Counter
 
 from satsim.circuits.parts import ONE, Neuron
 from satsim.rasp.ir import (
-    FALSE,
-    TRUE,
     Conjunction,
+    Const,
     Formula,
     Negation,
     Var,
@@ -49,9 +48,9 @@ def cubes(f: Formula, limit: int = MAX_CUBES) -> list[dict[str, bool]] | None:
     found: list[dict[str, bool]] = []
 
     def expand(g: Formula, cube: dict[str, bool]) -> bool:
-        if g == FALSE:
-            return True
-        if g == TRUE:
+        if isinstance(g, Const):  # False: no cube; True: the cube so far
+            if not g.value:
+                return True
             found.append(cube)
             return len(found) <= limit
         counts: Counter = Counter()
