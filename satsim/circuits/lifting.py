@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from satsim.constructions.parts import Head, Layer, Neuron, dim, head_reads, neuron_reads
+from satsim.circuits.parts import Head, Layer, Neuron, dim, head_reads, neuron_reads
 
 ONE = "one"
 POS = "pos"
