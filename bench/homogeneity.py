@@ -1,4 +1,4 @@
-"""Homogeneity curves of random encoders (seed 001, appendix B.1, Figure 5), both protocols.
+"""Homogeneity curves of random encoders (Merrill et al. 2021, B.1, Figure 5), both protocols.
 
 Run: python bench/homogeneity.py [--protocol authors|standard|both] [--seeds 20] [--device auto]
 Writes bench/results/homogeneity_<protocol>.json (the ``satsim homogeneity --json`` object plus

@@ -1,4 +1,4 @@
-"""Gradient projection of transformer sublayers at forced accuracy (seed 001, §4.2, Figure 1).
+"""Gradient projection of transformer sublayers (Merrill et al. 2021, §4.2, Figure 1).
 
 Run: python bench/projection.py [--seeds 5]
 Writes bench/results/projection.json, docs/img/projection.png (the main run),

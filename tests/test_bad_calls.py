@@ -16,9 +16,9 @@ from languages.base import LanguageError
 from satsim import Simulator, constructions, load_spec, saturated_attention, save_spec
 from satsim.errors import SatsimError
 from satsim.model.io import spec_config
+from satsim.model.safety import check_scale
+from satsim.model.scaling import scale_spec
 from satsim.model.spec import map_tensors
-from satsim.saturation.safety import check_scale
-from satsim.saturation.scaling import scale_spec
 from tests.support.helpers import random_spec
 
 DYCK1 = constructions.build("dyck1")

@@ -1,4 +1,4 @@
-"""How close a soft model is to its saturated limit, layer by layer (seed 001, Figures 4 and 5).
+"""How close a soft model is to its saturated limit, by layer (Merrill et al. 2021, Figures 4, 5).
 
 - representation similarity: cos(f(x; θ), f(x; cθ)) per token along the hidden dimension,
   averaged over tokens, for every residual stream (Figure 4 uses c = 1000);
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from satsim.model.scaling import Rates
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import allowed_keys, attention_scores, tie_sets
 from satsim.saturation.exact import exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order
 from satsim.saturation.run import LimitRun, run_limit
-from satsim.saturation.scaling import Rates
 from satsim.saturation.signs import limit_signs
 
 if TYPE_CHECKING:

@@ -48,7 +48,10 @@ def encoder_bytes(sizes) -> float:
               help="Write a PNG of the curves here.")
 def command(protocol, seeds, first_seed, layers, d_model, heads, d_ff, device, dtype, threads,
             as_json, plot_path) -> None:
-    """Homogeneity curves of random encoders (seed 001, appendix B.1, Figure 5)."""
+    """Homogeneity curves of random encoders (the norm-growth paper, appendix B.1, Figure 5).
+
+    Merrill et al., "Effects of Parameter Norm Growth During Transformer Training", EMNLP 2021.
+    """
     from satsim.papers.homogeneity.encoders import EncoderSizes
     from satsim.torch_setup import import_torch
 

@@ -1,7 +1,8 @@
 """``satsim projection``: gradient projection of transformer sublayers at forced accuracy.
 
-Reproduces section 4.2 / Figure 1 of the norm-growth paper (seed 001). torch and matplotlib are
-imported inside the command function only (``satsim eval`` must not pay for them).
+Reproduces section 4.2 / Figure 1 of the norm-growth paper (Merrill et al., "Effects of Parameter
+Norm Growth During Transformer Training", EMNLP 2021). torch and matplotlib are imported inside
+the command function only (``satsim eval`` must not pay for them).
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def command(lang_name, model_path, scales_text, rates_text, device, dtype, n, ma
     """Per-layer convergence of the soft twin at cθ to the saturated limit network."""
     from satsim.analysis.measures import convergence
     from satsim.analysis.strings import sample_strings
-    from satsim.saturation.scaling import parse_rates
+    from satsim.model.scaling import parse_rates
     from satsim.soft import resolve_device
 
     spec = load_model(lang_name, model_path)

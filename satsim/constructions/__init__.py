@@ -2,7 +2,7 @@
 
 ``build(name)`` returns the recogniser; ``build(name, task="next-symbol")`` the next-symbol
 predictor (one logit per symbol and EOS at every position). Each is built homogeneous (no
-residual stream, no biases; :mod:`satsim.constructions.lifting`), so its soft twin at uniform
+residual stream, no biases; :mod:`satsim.circuits.lifting`), so its soft twin at uniform
 scale cθ converges to the construction itself; only the Dyck-1 recogniser, the benchmark model,
 keeps its residual stream.
 """

@@ -27,7 +27,7 @@ x - relu(x - y) and x + relu(y - x)):
 Counting heads for aⁿbⁿ-style languages go back to Bhattamishra, Ahuja and Goyal (2020); the exact
 0/1 "seen" heads use the fact that saturated attention averages only over the maximal keys.
 
-Homogeneous form (:mod:`satsim.constructions.lifting`), so that the soft twin at uniform scale
+Homogeneous form (:mod:`satsim.circuits.lifting`), so that the soft twin at uniform scale
 cθ converges to this very network: no biases (the thresholds of ``bad`` and of the gated |x| are
 weights -1 on ``one``) and no residual stream. Layers 1 and 2 each get a last "self" head (query
 ``one``, keys ``pos`` = i, so each position attends to itself) that copies what later layers read
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from satsim.constructions.builder import BOS, Builder, Head, Neuron
+from satsim.circuits.builder import BOS, Builder, Head, Neuron
 from satsim.model.spec import ModelSpec
 
 

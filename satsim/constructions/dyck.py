@@ -29,7 +29,7 @@ The scale K keeps every position of non-negative depth out of layer 2's tie set 
 is negative: with float32 tolerances (1e-5) the construction is exact up to lengths of about
 10^8, far beyond what is tested (10^5).
 
-Homogeneous form (:mod:`satsim.constructions.lifting`; float64), so that the soft twin at
+Homogeneous form (:mod:`satsim.circuits.lifting`; float64), so that the soft twin at
 uniform scale cθ converges to this very network: no residual stream. Layer 2 gets a last "self"
 head (query ``one``, keys ``pos`` = i, so each position attends to itself) that carries
 ``depth_t`` and ``inv_len`` past the argmin heads; layer 1 gets one that carries ``pos`` to it;
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from satsim.constructions.builder import BOS, Builder, Head, Neuron
+from satsim.circuits.builder import BOS, Builder, Head, Neuron
 from satsim.model.spec import ModelSpec
 
 ARGMIN_SCALE = 1e4

@@ -35,7 +35,7 @@ Raw positions make the keys of layers 1 and 2 differ by 1/n and by 1 respectivel
 float32 relative tolerance (1e-5) cannot separate at n ≈ 10^5. The construction is therefore
 built in float64 (tolerance 1e-9), which keeps it exact up to lengths of about 10^8.
 
-Homogeneous form (:mod:`satsim.constructions.lifting`), so that the soft twin at uniform scale
+Homogeneous form (:mod:`satsim.circuits.lifting`), so that the soft twin at uniform scale
 cθ converges to this very network: the threshold of ``reset_key`` is a weight -1 on ``one``, and
 there is no residual stream. Layer 0's feed-forward copies ``one``, ``bos``, ``sign``,
 ``is_reset`` and ``pos`` with relu neurons (relu(x) - relu(-x) for ``sign``); layers 1–3 each get
@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from satsim.constructions.builder import BOS, Builder, Head, Neuron
+from satsim.circuits.builder import BOS, Builder, Head, Neuron
 from satsim.model.spec import ModelSpec
 
 DIMS = ("one", "bos", "is_reset", "sign", "pos", "pos_frac", "reset_key", "inv_len",

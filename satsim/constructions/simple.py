@@ -14,7 +14,7 @@ symbol's position the unique maximum for every query after it. The head copies [
 both. Accept iff first_is_one = 1. Next symbols: 1 always, unless the first symbol was 0; 0 and
 EOS iff the first symbol was 1.
 
-Both are homogeneous (:mod:`satsim.constructions.lifting`): no residual stream and no biases, so
+Both are homogeneous (:mod:`satsim.circuits.lifting`): no residual stream and no biases, so
 the soft twin at uniform scale cθ converges to the network itself. The readouts that need the
 constant ``one`` get it from the single head, which also averages ``one`` (a mean of ones is 1).
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from satsim.constructions.builder import BOS, Builder, Head
+from satsim.circuits.builder import BOS, Builder, Head
 from satsim.model.spec import ModelSpec
 
 POSITION_SCALE = 100.0

@@ -17,7 +17,7 @@ from satsim.engine.kernels.layers import run_affine as affine
 from satsim.engine.kernels.layers import run_layer_norm as layer_norm
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, counting_heads, run
-from satsim.model.encoding import embed, positional_vectors
+from satsim.model.encoding import embed_batch
 from satsim.model.settings import AttentionSettings, head_settings, overflow_remedy
 from satsim.model.spec import AttentionSpec, FeedForwardSpec, LayerNormSpec, ModelSpec, OutputSpec
 
@@ -152,41 +152,24 @@ def _by_head(parts: dict, groups: dict, field: str) -> np.ndarray:
     return out
 
 
-def embed_batch(spec: ModelSpec, ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Return padded input vectors (B, T, d) and the padding mask (B, T) for token id arrays."""
-    length = max(len(seq) for seq in ids)
-    if spec.positional.depends_on_length:
-        # Position features may depend on the string's length: embed each string alone.
-        x = np.zeros((len(ids), length, spec.d_model), dtype=spec.dtype)
-        mask = np.zeros((len(ids), length), dtype=bool)
-        for row, seq in enumerate(ids):
-            x[row, : len(seq)] = embed(spec, seq)
-            mask[row, : len(seq)] = True
-        return x, mask
-    # Positional rows do not depend on the string's length: one gather, one add for the batch.
-    lengths = np.array([len(seq) for seq in ids])
-    mask = np.arange(length) < lengths[:, None]
-    padded = np.zeros((len(ids), length), dtype=np.int64)
-    padded[mask] = np.concatenate(ids)
-    x = spec.W_E[padded]
-    extra = positional_vectors(spec, int(lengths.max()))
-    if extra is not None:
-        x += extra
-    if not mask.all():
-        x[~mask] = 0
-    return x, mask
-
-
 class BatchBackend(Backend[np.ndarray]):
     """The walk's operations on padded (B, T, d) batches through the compiled kernels."""
 
-    def __init__(self, mask: np.ndarray, settings: AttentionSettings, first: np.ndarray | None,
+    def __init__(self, spec: ModelSpec, settings: AttentionSettings, trace: bool,
                  norm_inputs: list[np.ndarray] | None) -> None:
-        self.mask = mask
+        self.spec = spec
+        self.mask = np.zeros((0, 0), dtype=bool)  # the padding mask, set by ``embed``
         self.settings = settings
-        self.residuals = None if first is None else [first]
-        self.layers: list[LayerTrace] | None = None if first is None else []
+        self.residuals: list[np.ndarray] | None = [] if trace else None
+        self.layers: list[LayerTrace] | None = [] if trace else None
         self.norm_inputs = norm_inputs
+
+    def embed(self, ids: list[np.ndarray]) -> np.ndarray:
+        """Padded input vectors (B, T, d) of token id arrays; keeps their padding mask."""
+        x, self.mask = embed_batch(self.spec, ids)
+        if self.residuals is not None:
+            self.residuals.append(x)
+        return x
 
     def norm(self, x: np.ndarray, ln: LayerNormSpec, name: str) -> np.ndarray:
         """LayerNorm; its input is kept when asked."""
@@ -226,7 +209,6 @@ def forward_batch(
 
     ``norm_inputs``, when given, receives the input (B, T, d) of every LayerNorm in order.
     """
-    x, mask = embed_batch(spec, ids)
-    backend = BatchBackend(mask, settings, x if trace else None, norm_inputs)
-    logits = run(spec, backend, x)
+    backend = BatchBackend(spec, settings, trace, norm_inputs)
+    logits = run(spec, backend, ids)
     return BatchRun(logits, backend.residuals, backend.layers)

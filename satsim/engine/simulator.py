@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numba
 import numpy as np
@@ -17,7 +16,14 @@ from satsim.engine.kernels.layers import serial_kernels
 from satsim.engine.program import FusedModel, forward_fused, fuse
 from satsim.engine.resources import SYMBOL_BYTES, check_memory
 from satsim.errors import SatsimError
-from satsim.model.encoding import Input, check_length, encoder, input_text, symbol_table
+from satsim.model.encoding import (
+    Input,
+    check_input_list,
+    check_length,
+    encode_batch,
+    input_text,
+    symbol_table,
+)
 from satsim.model.masks import key_range
 from satsim.model.readout import decode
 from satsim.model.settings import (
@@ -95,15 +101,6 @@ def _back_to_back(ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.nda
     return joined.astype(np.int32), starts, lengths
 
 
-def _check_input_list(strings: Any) -> None:
-    """Refuse what is not a list of inputs (one string, None, a number) in one line."""
-    if isinstance(strings, (str, bytes)):
-        raise SatsimError("pass a list of strings, not a single string")
-    if not hasattr(strings, "__iter__"):
-        raise SatsimError(f"pass a list of inputs (strings, token sequences or token ids), "
-                          f"got {type(strings).__name__}")
-
-
 class Simulator:
     """Run a :class:`ModelSpec` on batches of inputs with compiled attention kernels.
 
@@ -142,14 +139,7 @@ class Simulator:
 
     def encode(self, strings: Sequence[Input]) -> list[np.ndarray]:
         """Token ids of each input (BOS/EOS added); a symbol outside the vocab raises."""
-        _check_input_list(strings)
-        encode_one = encoder(self.spec)
-        ids = [encode_one(s) for s in strings]
-        if any(len(seq) == 0 for seq in ids):
-            raise SatsimError(
-                f"the empty string gives no tokens to model {self.spec.name!r} (it has no BOS/EOS)"
-            )
-        return ids
+        return encode_batch(self.spec, strings)
 
     def encode_all(self, strings: Sequence[Input]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Token ids (int32) of all inputs back to back, with each input's start and length.
@@ -157,7 +147,7 @@ class Simulator:
         The same ids as :meth:`encode`; text of one-character symbols goes in one pass over the
         joined strings, errors are the same.
         """
-        _check_input_list(strings)
+        check_input_list(strings)
         spec = self.spec
         if not (spec.character_symbols and all(isinstance(s, str) for s in strings)):
             return _back_to_back(self.encode(strings))

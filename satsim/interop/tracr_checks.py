@@ -31,13 +31,12 @@ from satsim.engine.batch import (
     LayerTrace,
     apply_attention,
     apply_feed_forward,
-    embed_batch,
     forward_batch,
 )
 from satsim.errors import SatsimError
 from satsim.interop.probe import probe_lengths, probe_tokens
 from satsim.model.architecture import steps
-from satsim.model.encoding import encoder
+from satsim.model.encoding import embed_batch, encode_batch
 from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
 from satsim.model.settings import AttentionSettings, default_tolerance
@@ -57,8 +56,7 @@ def probe_inputs(spec: ModelSpec) -> list[list[str]]:
 
 
 def _ids(spec: ModelSpec, inputs: list[list[str]]) -> list[np.ndarray]:
-    encode = encoder(spec)
-    return [encode(tokens) for tokens in inputs]
+    return encode_batch(spec, inputs)
 
 
 def run(spec: ModelSpec, inputs: list[list[str]], kind: str) -> BatchRun:

@@ -1,7 +1,8 @@
 """The transformer's structure, stated once: a walk over steps that backends execute.
 
-A model is its embedding (tokens plus a positional term), then a list of residual steps, then an
-optional final norm and the unembedding. Each step reads the stream ``x`` and writes
+A model is its embedding (token rows plus a positional term, ``Backend.embed``), then a list
+of residual steps, then an optional final norm and the unembedding: :func:`run` starts at token
+ids. Each step reads the stream ``x`` and writes
 
     y = Σ branch(norm_in(x))        its sublayers (one, or attention and feed-forward side by
                                     side in a parallel block), each with its norm when "pre"
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -152,9 +153,17 @@ def position_term(pos: PositionalSpec, n: int, d_model: int,
 class Backend(Generic[X]):
     """The operations a walk of the model needs, on one kind of value.
 
-    Subclasses supply ``norm``, ``attention``, ``feed_forward`` and ``unembed``; ``add`` and the
-    stream hooks have defaults.
+    Subclasses supply ``embed``, ``norm``, ``attention``, ``feed_forward`` and ``unembed``;
+    ``add`` and the stream hooks have defaults.
     """
+
+    def embed(self, ids: Any) -> X:
+        """The stream the walk starts from: the token rows of ``ids`` plus their positional term.
+
+        ``ids`` are token ids in the backend's layout (one string's, or a batch's); the
+        positional term is :func:`position_term`'s.
+        """
+        raise NotImplementedError
 
     def norm(self, x: X, ln: LayerNormSpec, name: str) -> X:
         """Normalise ``x`` with ``ln``; ``name`` is the norm's prefix (``blocks.0.ln1``)."""
@@ -214,9 +223,9 @@ def run_blocks(spec: ModelSpec, backend: Backend[X], x: X,
     return x
 
 
-def run(spec: ModelSpec, backend: Backend[X], x: X) -> X:
-    """The logits of the embedded stream ``x``: every step, the final norm, the unembedding."""
-    return backend.unembed(run_blocks(spec, backend, x), spec.output)
+def run(spec: ModelSpec, backend: Backend[X], ids: Any) -> X:
+    """The logits of token ids: the embedding, every step, the final norm, the unembedding."""
+    return backend.unembed(run_blocks(spec, backend, backend.embed(ids)), spec.output)
 
 
 def counting_heads(attn: AttentionSpec) -> np.ndarray:

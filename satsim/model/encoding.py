@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -129,6 +130,42 @@ def encoder(spec: ModelSpec) -> Callable[[Input], np.ndarray]:
     return encode_one
 
 
+def check_input_list(inputs: Any) -> None:
+    """Refuse what is not a list of inputs (one string, None, a number) in one line."""
+    if isinstance(inputs, (str, bytes)):
+        raise SatsimError("pass a list of strings, not a single string")
+    if not hasattr(inputs, "__iter__"):
+        raise SatsimError(f"pass a list of inputs (strings, token sequences or token ids), "
+                          f"got {type(inputs).__name__}")
+
+
+def encode_batch(spec: ModelSpec, inputs: Sequence[Input], *,
+                 at_least_one: bool = False) -> list[np.ndarray]:
+    """Token ids of each input (BOS/EOS added): the one batch encoder, and its input errors.
+
+    An input that gives no tokens (the empty string to a model without BOS/EOS) is refused, and
+    an empty list too where ``at_least_one``.
+    """
+    check_input_list(inputs)
+    encode_one = encoder(spec)
+    ids = [encode_one(item) for item in inputs]
+    if any(len(seq) == 0 for seq in ids):
+        raise SatsimError(f"the empty string gives no tokens to model {spec.name!r} (it has no "
+                          f"BOS/EOS)")
+    if at_least_one and not ids:
+        raise SatsimError("give at least one string")
+    return ids
+
+
+def pad_ids(ids: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Token id arrays padded with 0 to the longest, (B, T) int64, and their lengths (B,)."""
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    padded = np.zeros((len(ids), int(lengths.max(initial=0))), dtype=np.int64)
+    if len(ids):
+        padded[np.arange(padded.shape[1]) < lengths[:, None]] = np.concatenate(ids)
+    return padded, lengths
+
+
 def check_length(spec: ModelSpec, tokens: int) -> None:
     """Refuse an input of ``tokens`` tokens longer than the spec's ``max_tokens`` (one line)."""
     if spec.max_tokens is not None and tokens > spec.max_tokens:
@@ -168,7 +205,31 @@ def positional_vectors(spec: ModelSpec, n: int) -> np.ndarray | None:
 
 
 def embed(spec: ModelSpec, ids: np.ndarray) -> np.ndarray:
-    """Return the (n, d_model) input vectors: token embedding plus positional information."""
+    """Input vectors of token ids, (n, d_model): token rows plus positional information.
+
+    The one NumPy statement of the embedding. Ids may be a (B, n) batch when the positional
+    rows do not depend on the length (every row gets those of n positions).
+    """
+    ids = np.asarray(ids)
     x = spec.W_E[ids]
-    extra = positional_vectors(spec, len(ids))
-    return x if extra is None else x + extra
+    extra = positional_vectors(spec, ids.shape[-1])
+    if extra is not None:
+        x += extra
+    return x
+
+
+def embed_batch(spec: ModelSpec, ids: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Padded input vectors (B, T, d) and the padding mask (B, T) of token id arrays."""
+    padded, lengths = pad_ids(ids)
+    mask = np.arange(padded.shape[1]) < lengths[:, None]
+    if spec.positional.depends_on_length:
+        # Position features may depend on the string's length: embed each string alone.
+        x = np.zeros((*padded.shape, spec.d_model), dtype=spec.dtype)
+        for row, seq in enumerate(ids):
+            x[row, : len(seq)] = embed(spec, seq)
+        return x, mask
+    # Positional rows do not depend on the string's length: one gather, one add for the batch.
+    x = embed(spec, padded)
+    if not mask.all():
+        x[~mask] = 0
+    return x, mask

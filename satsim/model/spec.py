@@ -72,6 +72,11 @@ def tensor(optional: bool = False) -> Any:
     return field(metadata={"tensor": True})
 
 
+BOS = "<bos>"
+"""The BOS token of satsim's own models (hand-built constructions, compiled programs, trained
+models); a spec names its own (``ModelSpec.bos``)."""
+
+
 def default_scale(d_head: int) -> float:
     """The default score scale 1/√d_head."""
     return 1.0 / math.sqrt(d_head)

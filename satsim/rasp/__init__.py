@@ -5,7 +5,8 @@ The compiled models are exact at every length up to a stated float64 bound
 
 - :func:`read_program`, :func:`parse_program`: programs (``.crasp``, ``.brasp``), type-checked;
 - :func:`interpreter`: a program's meaning, string → accept;
-- :func:`compile_program`: a program → :class:`~satsim.model.spec.ModelSpec` that carries it;
+- :func:`compile_program`: a program → :class:`~satsim.model.spec.ModelSpec` that carries it
+  (the compiler's stages: :mod:`satsim.rasp.stages`);
 - :func:`verify`: a compiled model against a meaning, on every short and some long strings;
 - :func:`decide_language`, :func:`star_free_program`, :func:`holonomy_program`: the suite's
   regular languages.
@@ -18,8 +19,6 @@ from collections.abc import Callable
 from satsim.errors import SatsimError
 from satsim.model.spec import ModelSpec
 from satsim.rasp import brasp, crasp
-from satsim.rasp.compile_brasp import compile_brasp
-from satsim.rasp.compile_crasp import compile_crasp
 from satsim.rasp.parse import ProgramError, parse_program, read_program
 from satsim.rasp.regular import (
     decide_language,
@@ -27,10 +26,12 @@ from satsim.rasp.regular import (
     regular_names,
     star_free_program,
 )
+from satsim.rasp.stages import compile_brasp, compile_crasp, compile_program
 from satsim.rasp.syntax import Program
 from satsim.rasp.verify import Verification, verify
 
-__all__ = ["Program", "ProgramError", "Verification", "compile_program", "decide_language",
+__all__ = ["Program", "ProgramError", "Verification", "compile_brasp", "compile_crasp",
+           "compile_program", "decide_language",
            "holonomy_program", "interpreter", "model_summary", "parse_program", "program_of",
            "read_program", "regular_names", "star_free_program", "verify"]
 
@@ -39,12 +40,6 @@ def interpreter(program: Program) -> Callable[[str], bool]:
     """The program's meaning: a function string → whether the program accepts it."""
     module = crasp if program.language == "crasp" else brasp
     return lambda string: module.accepts(program, string)
-
-
-def compile_program(program: Program, name: str | None = None) -> ModelSpec:
-    """The saturated transformer of a program; the model carries the program's text."""
-    compile_one = compile_crasp if program.language == "crasp" else compile_brasp
-    return compile_one(program, name or program.language)
 
 
 def model_summary(spec: ModelSpec) -> dict:

@@ -2,10 +2,11 @@
 
 A formula is written into an embedding column or computed by one feed-forward.
 
-Both compilers build Boolean vectors as formulas (:mod:`satsim.rasp.logic`) whose variables are
-tokens (:class:`Token`: the symbol a, or BOS) and dimensions that hold exact bits (what sign and
-attention heads write, and earlier feed-forwards). Dimensions are strings and tokens are not, so
-no dimension, whatever the program names its definitions, is ever read as a token. A formula of
+Both compilers build Boolean vectors as formulas (:mod:`satsim.rasp.ir`) whose variables are
+tokens (:class:`~satsim.rasp.ir.Token`: the symbol a, or BOS) and dimensions that hold exact
+bits (what sign and attention heads write, and earlier feed-forwards). Dimensions are strings
+and tokens are not, so no dimension, whatever the program names its definitions, is ever read
+as a token. A formula of
 symbols alone is a function of the token: a column of the embedding. Any other is a feed-forward
 over bits, its symbol-only parts read from embedding columns. Formulas are inlined into the ones
 that use them until they read more than :data:`INLINE_LIMIT` variables; then they get a
@@ -16,35 +17,31 @@ more layer).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
 
-from satsim.constructions.parts import Neuron
-from satsim.rasp.circuit import BOS_DIM, Circuit
-from satsim.rasp.logic import (
+from satsim.circuits.parts import ONE, Neuron
+from satsim.circuits.schedule import BOS_DIM, Circuit
+from satsim.rasp import syntax
+from satsim.rasp.ir import (
     FALSE,
-    ONE,
     TRUE,
+    Conjunction,
     Formula,
+    Negation,
+    Token,
+    Var,
     conjoin,
-    cube_neuron,
-    cubes,
+    constant,
     depth,
     disjoin,
-    gate_neurons,
     negate,
+    operands,
     substitute,
     var,
     variables,
 )
-from satsim.rasp.syntax import And, Constant, Name, Node, Not, Or, Program, Symbol
-
-
-@dataclass(frozen=True)
-class Token:
-    """A formula variable true where the token is ``symbol`` (None: BOS); not a dimension."""
-
-    symbol: str | None
-
+from satsim.rasp.logic import cube_neuron, cubes, gate_neurons
+from satsim.rasp.syntax import Definition, Node, Program
 
 BOS_ATOM = var(Token(None))
 """The formula true at BOS only."""
@@ -81,8 +78,8 @@ class Bits:
 
     def bit(self, formula: Formula, hint: str = "bit") -> str:
         """A dimension that holds ``formula`` as an exact 0/1 bit at every position."""
-        if formula[0] == "var" and isinstance(formula[1], str):
-            return formula[1]
+        if isinstance(formula, Var) and isinstance(formula.variable, str):
+            return formula.variable
         if formula == BOS_ATOM:
             return BOS_DIM
         if formula in self.dims:
@@ -93,9 +90,8 @@ class Bits:
             found = cubes(self.with_columns(formula))
             name = self.circuit.fresh(hint)
             if found is None:  # too large for one layer: its parts first, then a gate of them
-                parts = [self.bit(part, hint) for part in
-                         ((formula[1],) if formula[0] == "not" else formula[1])]
-                neurons = gate_neurons(formula[0], parts, name)
+                parts = [self.bit(part, hint) for part in operands(formula)]
+                neurons = gate_neurons(type(formula), parts, name)
             else:
                 neurons = [cube_neuron(cube, name) for cube in found]
             self.circuit.feed_forward(neurons or [Neuron({ONE: 0.0}, {name: 0.0})], [name])
@@ -106,12 +102,12 @@ class Bits:
         """The formula with each maximal symbol-only part read from an embedding column."""
         if symbols_only(formula):
             return var(self.bit(formula, "token_bit")) if variables(formula) else formula
-        if formula[0] == "var":
+        if isinstance(formula, Var):
             return formula
-        if formula[0] == "not":
-            return negate(self.with_columns(formula[1]))
-        parts = [self.with_columns(f) for f in formula[1]]
-        return conjoin(*parts) if formula[0] == "and" else disjoin(*parts)
+        if isinstance(formula, Negation):
+            return negate(self.with_columns(formula.arg))
+        parts = [self.with_columns(f) for f in formula.args]
+        return conjoin(*parts) if isinstance(formula, Conjunction) else disjoin(*parts)
 
     def compact(self, formula: Formula, hint: str = "bit") -> Formula:
         """The formula, or a read of its own dimension once it reads many variables or is deep."""
@@ -134,8 +130,15 @@ class Bits:
         return form
 
 
-class ProgramCompiler:
-    """What both compilers share: the circuit, its bits, and the formulas of Boolean vectors."""
+class ProgramCompiler(ABC):
+    """What both compilers share: the circuit, its bits, and the formulas of Boolean vectors.
+
+    A language adds its own Boolean node, its length bound and its meaning on the empty string;
+    :mod:`satsim.rasp.stages` runs the stages.
+    """
+
+    description = ""
+    """What the compiled model says it is."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
@@ -143,22 +146,41 @@ class ProgramCompiler:
         self.bits = Bits(self.circuit)
         self.booleans: dict[str, Formula] = {}
 
+    def define(self, definition: Definition) -> None:
+        """One definition's formula (the formulas stage), its own dimension where it is large."""
+        self.circuit.context = definition.name
+        self.booleans[definition.name] = self.bits.compact(self.boolean(definition.expr),
+                                                           definition.name)
+
+    def readout(self, accept: Formula) -> dict[str, float]:
+        """The logit 2·accept − 1 as a linear form, ``accept`` written as a bit if it is not one."""
+        self.circuit.context = "accept"
+        return self.bits.readout(accept, self.accepts_empty())
+
+    @abstractmethod
+    def accepts_empty(self) -> bool:
+        """Whether the program accepts the empty string (its interpreter's answer)."""
+
+    @abstractmethod
+    def max_tokens(self) -> int:
+        """The longest input (tokens, BOS included) on which the compiled model is exact."""
+
     def boolean(self, node: Node) -> Formula:
         """The formula of a Boolean vector over symbol atoms and exact bit dimensions."""
-        if isinstance(node, Symbol):
+        if isinstance(node, syntax.Symbol):
             return symbol_atom(node.symbol)
-        if isinstance(node, Constant):
-            return TRUE if node.value else FALSE
-        if isinstance(node, Name):
+        if isinstance(node, syntax.Constant):
+            return constant(node.value)
+        if isinstance(node, syntax.Name):
             return self.booleans[node.name]
-        if isinstance(node, Not):
+        if isinstance(node, syntax.Not):
             return negate(self.boolean(node.arg))
-        if isinstance(node, And):
+        if isinstance(node, syntax.And):
             return conjoin(*(self.boolean(arg) for arg in node.args))
-        if isinstance(node, Or):
+        if isinstance(node, syntax.Or):
             return disjoin(*(self.boolean(arg) for arg in node.args))
         return self.language_boolean(node)
 
+    @abstractmethod
     def language_boolean(self, node: Node) -> Formula:
         """The formula of a Boolean node only one of the languages has."""
-        raise TypeError(f"not a Boolean node of this language: {node!r}")

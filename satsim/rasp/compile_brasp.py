@@ -30,46 +30,36 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
 
-from satsim.constructions.parts import Head
-from satsim.errors import SatsimError
+from satsim.circuits.parts import ONE, Head
 from satsim.model.settings import default_tolerance
-from satsim.model.spec import ModelSpec
 from satsim.rasp import brasp
 from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
-from satsim.rasp.logic import (
+from satsim.rasp.ir import (
     FALSE,
-    ONE,
     TRUE,
     Formula,
+    Read,
     conjoin,
+    constant,
     disjoin,
     negate,
     restrict,
+    sort_key,
     substitute,
     var,
     variables,
 )
-from satsim.rasp.syntax import And, At, Attend, Constant, Node, Not, Program
+from satsim.rasp.syntax import And, At, Attend, Constant, Node, Not
 
 MODEL_MASKS = {"past": "strict-past", "future": "strict-future", "all": "bidirectional"}
 """The model mask (:mod:`satsim.model.masks`) of each B-RASP mask."""
 
 
-@dataclass(frozen=True)
-class _Read:
-    """A variable of SCORE, VALUE or a default: a vector (its formula) read at i or at j.
+class BraspCompiler(ProgramCompiler):
+    """The formulas stage of a B-RASP program: attention read as formulas over its heads."""
 
-    A type of its own, so never taken for a dimension, whatever the dimension is called.
-    """
-
-    index: str
-    vector: Formula
-
-
-class _Compiler(ProgramCompiler):
-    """One pass over a B-RASP program's definitions, building its circuit."""
+    description = "compiled from a B-RASP program"
 
     def language_boolean(self, node: Node) -> Formula:
         """An attention's result, written into a dimension of its own."""
@@ -78,11 +68,11 @@ class _Compiler(ProgramCompiler):
         raise TypeError(f"not a B-RASP node: {node!r}")
 
     def pair(self, node: Node) -> Formula:
-        """A SCORE/VALUE/default formula over reads (:class:`_Read`) at i and at j."""
+        """A SCORE/VALUE/default formula over reads (:class:`~satsim.rasp.ir.Read`) at i and j."""
         if isinstance(node, At):
-            return var(_Read(node.index, self.boolean(node.vector)))
+            return var(Read(node.index, self.boolean(node.vector)))
         if isinstance(node, Constant):
-            return TRUE if node.value else FALSE
+            return constant(node.value)
         if isinstance(node, Not):
             return negate(self.pair(node.arg))
         parts = [self.pair(arg) for arg in node.args]
@@ -111,7 +101,7 @@ class _Compiler(ProgramCompiler):
         return disjoin(*cases)
 
     def head(self, node: Attend, qualifying: Formula, value: Formula,
-             value_reads: list[_Read]) -> tuple[Formula, list[tuple[Formula, Formula]]]:
+             value_reads: list[Read]) -> tuple[Formula, list[tuple[Formula, Formula]]]:
         """One head: its ``found`` bit and, per assignment of VALUE's reads at i, the value."""
         key_bit = self.bits.bit(qualifying, "qualifies")
         sign = -1.0 if node.side == "leftmost" else 1.0
@@ -136,45 +126,30 @@ class _Compiler(ProgramCompiler):
                   for query_is, chosen in values]
         return var(placed[key_bit]), copied
 
-    def compile(self, name: str) -> ModelSpec:
-        """The whole program as a model."""
-        for definition in self.program.needed():
-            self.circuit.context = definition.name
-            self.booleans[definition.name] = self.bits.compact(
-                self.boolean(definition.expr), definition.name)
-        self.circuit.context = "accept"
-        readout = self.bits.readout(self.booleans["accept"], brasp.accepts(self.program, ""))
-        spec = self.circuit.build(name, readout, description="compiled from a B-RASP program")
-        return replace(spec, source=self.program.text, source_language="brasp",
-                       max_tokens=_max_tokens())
+    def accepts_empty(self) -> bool:
+        """Whether the program accepts the empty string (its interpreter's answer)."""
+        return brasp.accepts(self.program, "")
 
-
-def _max_tokens() -> int:
-    """The most tokens T for which an integer score gap of 1 beats the tie tolerance at 2T."""
-    atol, rtol = default_tolerance(float)
-    return math.ceil((1 - atol) / (2 * rtol)) - 1
-
-
-def compile_brasp(program: Program, name: str = "brasp") -> ModelSpec:
-    """The saturated transformer of a B-RASP program (see the module's docstring)."""
-    if program.language != "brasp":
-        raise SatsimError(f"compile_brasp needs a B-RASP program, got {program.language}")
-    return _Compiler(program).compile(name)
+    def max_tokens(self) -> int:
+        """The most tokens T for which an integer score gap of 1 beats the tie tolerance at 2T."""
+        atol, rtol = default_tolerance(float)
+        return math.ceil((1 - atol) / (2 * rtol)) - 1
 
 
 def _at_side(formula: Formula, side: str) -> Formula:
     """The formula with the reads at ``side`` ("i" or "j") replaced by their vectors."""
-    return substitute(formula, lambda read: read.vector if isinstance(read, _Read)
+    return substitute(formula, lambda read: read.vector if isinstance(read, Read)
                       and read.index == side else var(read))
 
 
-def _query_reads(formula: Formula) -> list[_Read]:
+def _query_reads(formula: Formula) -> list[Read]:
     """The formula's reads at the query position i, in a fixed order."""
     return sorted((read for read in variables(formula)
-                   if isinstance(read, _Read) and read.index == "i"), key=repr)
+                   if isinstance(read, Read) and read.index == "i"),
+                  key=lambda read: sort_key(read.vector))
 
 
-def _holds(reads: list[_Read], values: tuple[bool, ...]) -> Formula:
+def _holds(reads: list[Read], values: tuple[bool, ...]) -> Formula:
     """The formula true where each read's vector has its value in ``values``."""
     return conjoin(*(read.vector if bit else negate(read.vector)
                      for read, bit in zip(reads, values)))

@@ -33,20 +33,20 @@ the two bounds on i is the model's ``max_tokens``; longer inputs are refused, ne
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from satsim.constructions.parts import Head, Neuron
+from satsim.circuits.parts import ONE, Head, Neuron
+from satsim.circuits.schedule import BOS_DIM
 from satsim.errors import SatsimError
 from satsim.model.settings import default_tolerance
-from satsim.model.spec import ModelSpec
 from satsim.rasp import crasp
 from satsim.rasp.bits import BOS_ATOM, ProgramCompiler
-from satsim.rasp.circuit import BOS_DIM
-from satsim.rasp.logic import ONE, TRUE, Formula, conjoin, negate, var
+from satsim.rasp.ir import TRUE, Formula, Scaled, conjoin, negate, var
 from satsim.rasp.syntax import (
     Add,
     Compare,
     CountOf,
+    Definition,
     Integer,
     Name,
     Node,
@@ -65,25 +65,17 @@ def gamma(n: int) -> float:
 
 
 @dataclass(frozen=True)
-class Scaled:
-    """A count carried as C/(i + 1): a linear form over residual dimensions.
-
-    Each dimension's :class:`Quality` bounds its value and its rounding error.
-    """
-
-    terms: tuple[tuple[str, int], ...]  # (dimension, integer coefficient; ½ for a sign's offset)
-
-
-@dataclass(frozen=True)
 class Quality:
-    """A dimension's bound on |value| and on its rounding error."""
+    """A dimension's bound on |value| and on its rounding error (of a :class:`Scaled` term)."""
 
     bound: float
     error: float
 
 
-class _Compiler(ProgramCompiler):
-    """One pass over a C-RASP program's definitions, building its circuit."""
+class CraspCompiler(ProgramCompiler):
+    """The formulas stage of a C-RASP program: counts as scaled forms, comparisons as bits."""
+
+    description = "compiled from a C-RASP program"
 
     def __init__(self, program: Program) -> None:
         super().__init__(program)
@@ -222,20 +214,17 @@ class _Compiler(ProgramCompiler):
 
     # ---- the program ------------------------------------------------------------------
 
-    def compile(self, name: str) -> ModelSpec:
-        """The whole program as a model."""
-        for definition in self.program.needed():
+    def define(self, definition: Definition) -> None:
+        """One definition's formula or scaled count (the formulas stage)."""
+        if definition.kind == "bool":
+            super().define(definition)
+        else:
             self.circuit.context = definition.name
-            if definition.kind == "bool":
-                self.booleans[definition.name] = self.bits.compact(
-                    self.boolean(definition.expr), definition.name)
-            else:
-                self.counts[definition.name] = self.scaled(definition.expr)
-        self.circuit.context = "accept"
-        readout = self.bits.readout(self.booleans["accept"], crasp.accepts(self.program, ""))
-        spec = self.circuit.build(name, readout, description="compiled from a C-RASP program")
-        return replace(spec, source=self.program.text, source_language="crasp",
-                       max_tokens=self.max_tokens())
+            self.counts[definition.name] = self.scaled(definition.expr)
+
+    def accepts_empty(self) -> bool:
+        """Whether the program accepts the empty string (its interpreter's answer)."""
+        return crasp.accepts(self.program, "")
 
     def max_tokens(self) -> int:
         """The longest input (tokens, BOS included) on which every sign is right."""
@@ -253,13 +242,6 @@ class _Compiler(ProgramCompiler):
             raise SatsimError("the program's counts are too large to compile exactly: its "
                               "comparisons lose their sign in float64")
         return min(limit, 2**53)
-
-
-def compile_crasp(program: Program, name: str = "crasp") -> ModelSpec:
-    """The saturated transformer of a C-RASP program (see the module's docstring)."""
-    if program.language != "crasp":
-        raise SatsimError(f"compile_crasp needs a C-RASP program, got {program.language}")
-    return _Compiler(program).compile(name)
 
 
 def _combine(first: Scaled, second: Scaled | None = None, factor: int = 1,

@@ -17,7 +17,6 @@ with the length, ties of different values) is refused, naming the head and class
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +24,22 @@ import numpy as np
 from satsim.errors import SatsimError
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import ModelSpec
+from satsim.rasp.ir import (
+    FALSE,
+    TRUE,
+    Const,
+    Defined,
+    Formula,
+    Read,
+    Token,
+    Var,
+    conjoin,
+    defined_names,
+    disjoin,
+    negate,
+    program_text,
+    var,
+)
 from satsim.reference.forward import feed_forward
 
 SUPPORTED_FEATURES = ("1", "i", "n")
@@ -341,27 +356,19 @@ def _outcomes(head: Head, mask: str, side: str, qc: int, bos_set, pos_set) -> li
     return sorted(outs)
 
 
-def _joined(terms, word: str, unit: str, zero: str) -> str:
-    """Formula strings joined by ``word``; ``unit`` drops out and ``zero`` absorbs the rest."""
-    terms = [t for t in dict.fromkeys(terms) if t != unit]
-    if zero in terms:
-        return zero
-    return unit if not terms else terms[0] if len(terms) == 1 else \
-        "(" + f" {word} ".join(terms) + ")"
+@dataclass(frozen=True)
+class _Attention:
+    """``side(mask, score, value, default=False)``: a B-RASP attention the program defines."""
 
+    side: str
+    mask: str  # the program's mask: "j < i", "j > i" or "True"
+    score: Formula
+    value: Formula
 
-def _any(terms) -> str:
-    """The disjunction of formula strings, "False" when there are none."""
-    return _joined(terms, "or", "False", "True")
-
-
-def _all(terms) -> str:
-    """The conjunction of formula strings, "True" when there are none."""
-    return _joined(terms, "and", "True", "False")
-
-
-def _not(term: str) -> str:
-    return {"True": "False", "False": "True"}.get(term, f"not {term}")
+    def text(self) -> str:
+        """The attention in B-RASP syntax."""
+        return (f"{self.side}({self.mask}, {program_text(self.score)}, "
+                f"{program_text(self.value)}, default=False)")
 
 
 class _Writer:
@@ -369,23 +376,21 @@ class _Writer:
 
     def __init__(self, ex: Extraction) -> None:
         self.ex = ex
-        self.lines: dict[str, str] = {}
+        self.lines: dict[str, Formula | _Attention] = {}
 
-    def define(self, name: str, formula: str) -> str:
-        """A definition (constants and names are returned as they are)."""
-        if formula in ("True", "False") or re.fullmatch(r"\w+", formula):
+    def define(self, name: str, formula: Formula | _Attention) -> Formula:
+        """A definition, read by name (constants and names are returned as they are)."""
+        if isinstance(formula, Const) or isinstance(formula, Var) and isinstance(
+                formula.variable, Defined):
             return formula
         self.lines[name] = formula
-        return name
+        return var(Defined(name))
 
     def cls(self, side: str, layer: int, k: int) -> str:
         return f"{'bos' if side == 'bos' else 'at'}{layer}_c{k}"
 
-    def at(self, name: str, where: str) -> str:
-        return name if name in ("True", "False") else f"{name}[{where}]"
-
-
-
+    def at(self, vector: Formula, where: str) -> Formula:
+        return vector if isinstance(vector, Const) else var(Read(where, vector))
 
 
 def write_program(ex: Extraction) -> str:
@@ -401,30 +406,32 @@ def write_program(ex: Extraction) -> str:
     first = {c: [t for t in range(len(spec.vocab)) if t != bos_id and
                  rows[t] == _key(v)] for c, v in enumerate(ex.classes[0])}
     for k in sorted(ex.pos_classes[0]):
-        toks = [f'Q("{spec.vocab[t]}")' for t in first[k]]
+        toks = [var(Token(spec.vocab[t])) for t in first[k]]
         label = "_".join(spec.vocab[t] if spec.vocab[t].isalnum() else f"x{ord(spec.vocab[t])}"
                          for t in first[k])
-        names[("pos", 0, k)] = w.define(f"is_{label}", _any(toks))
+        names[("pos", 0, k)] = w.define(f"is_{label}", disjoin(*toks))
     for k in ex.bos_classes[0]:
-        names[("bos", 0, k)] = "True"
+        names[("bos", 0, k)] = TRUE
     for layer, built in enumerate(ex.layers):
         outs = [_head_outputs(w, ex, names, layer, h) for h in range(len(built.heads))]
         for side in SIDES:
-            terms: dict[int, list[str]] = {}
+            terms: dict[int, list[Formula]] = {}
             for (s, qc, combo), k in built.table.items():
                 if s != side:
                     continue
                 parts = [names[(side, layer, qc)]] + [outs[h][side][o]
                                                       for h, o in enumerate(combo)]
-                terms.setdefault(k, []).append(_all(parts))
+                terms.setdefault(k, []).append(conjoin(*parts))
             for k, alternatives in terms.items():
                 names[(side, layer + 1, k)] = w.define(w.cls(side, layer + 1, k),
-                                                       _any(alternatives))
+                                                       disjoin(*alternatives))
     L = len(ex.layers)
-    accept_pos = _any(names[("pos", L, k)] for k in sorted(ex.pos_classes[L] & ex.accepting))
-    accept_bos = _any(names[("bos", L, k)] for k in sorted(ex.bos_classes[L] & ex.accepting))
-    nonempty = _any(f'Q("{t}")' for t in symbols)
-    accept = _any([_all([nonempty, accept_pos]), _all([_not(nonempty), accept_bos])])
+    accept_pos = disjoin(*(names[("pos", L, k)]
+                           for k in sorted(ex.pos_classes[L] & ex.accepting)))
+    accept_bos = disjoin(*(names[("bos", L, k)]
+                           for k in sorted(ex.bos_classes[L] & ex.accepting)))
+    nonempty = disjoin(*(var(Token(t)) for t in symbols))
+    accept = disjoin(conjoin(nonempty, accept_pos), conjoin(negate(nonempty), accept_bos))
     w.lines["accept"] = accept
     return _live_text(w.lines, "".join(symbols))
 
@@ -436,7 +443,7 @@ def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict
     result = {}
     for side in SIDES:
         queries = sorted(ex.bos_classes[layer] if side == "bos" else ex.pos_classes[layer])
-        out_v: dict[int, list[str]] = {}
+        out_v: dict[int, list[Formula]] = {}
         for rule in ("left", "right"):
             mine = [qc for qc in queries if (head.rule[qc] == "rightmost") == (rule == "right")]
             if not mine:
@@ -445,21 +452,21 @@ def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict
             if rule == "right":
                 groups.reverse()
             depth = max(len(head.levels[qc]) for qc in mine)
-            earlier_levels: list[str] = []
+            earlier_levels: list[Formula] = []
             for lv in range(depth):
                 tag = f"l{layer}h{h}_{side}_{rule}{lv}"
                 has, val = _level_groups(w, ex, names, layer, head, side, mine, lv, groups,
                                          rule, tag)
-                seen: list[str] = []
+                seen: list[Formula] = []
                 for g, g_has in zip(groups, has):
                     for v, formula in val[g].items():
                         out_v.setdefault(v, []).append(
-                            _all([formula] + [_not(x) for x in seen + earlier_levels]))
+                            conjoin(formula, *(negate(x) for x in seen + earlier_levels)))
                     seen.append(g_has)
-                earlier_levels.append(w.define(f"{tag}_any", _any(has)))
-        result[side] = {v: w.define(f"l{layer}h{h}_{side}_val{v}", _any(terms))
+                earlier_levels.append(w.define(f"{tag}_any", disjoin(*has)))
+        result[side] = {v: w.define(f"l{layer}h{h}_{side}_val{v}", disjoin(*terms))
                         for v, terms in out_v.items()}
-        result[side][NONE] = _not(_any(result[side].values()))
+        result[side][NONE] = negate(disjoin(*result[side].values()))
     return result
 
 
@@ -472,45 +479,44 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
     for g in groups:
         if g in ("bos", "self"):
             pool = ex.bos_classes[layer] if g == "bos" else None
-            by_value: dict[int, list[str]] = {}
+            by_value: dict[int, list[Formula]] = {}
             present = []
             for qc in mine:
                 ks = ({qc} if g == "self" else pool) & level[qc]
                 for k in ks:
-                    key = q[qc] if g == "self" else names[("bos", layer, k)]
-                    term = _all([q[qc], key])
+                    term = q[qc] if g == "self" else conjoin(q[qc], names[("bos", layer, k)])
                     present.append(term)
                     by_value.setdefault(head.value[k], []).append(term)
-            has.append(w.define(f"{tag}_{g}", _any(present)))
-            val[g] = {v: _any(t) for v, t in by_value.items()}
+            has.append(w.define(f"{tag}_{g}", disjoin(*present)))
+            val[g] = {v: disjoin(*t) for v, t in by_value.items()}
             continue
         keys = ex.pos_classes[layer]
         by_keys: dict[tuple[int, ...], list[int]] = {}  # queries that want the same keys
         for qc in mine:
             by_keys.setdefault(tuple(sorted(level[qc] & keys)), []).append(qc)
         every = ex.bos_classes[layer] if side == "bos" else ex.pos_classes[layer]
-        score = _any(_all([w.at("True" if set(qcs) == every else
-                                w.define(f"{tag}_query{n}", _any(q[qc] for qc in qcs)), "i"),
-                           _any(w.at(names[("pos", layer, k)], "j") for k in wanted)])
-                     for n, (wanted, qcs) in enumerate(by_keys.items()) if wanted)
-        if score == "False":
-            has.append("False")
+        score = disjoin(*(conjoin(
+            w.at(TRUE if set(qcs) == every else
+                 w.define(f"{tag}_query{n}", disjoin(*(q[qc] for qc in qcs))), "i"),
+            disjoin(*(w.at(names[("pos", layer, k)], "j") for k in wanted)))
+            for n, (wanted, qcs) in enumerate(by_keys.items()) if wanted))
+        if score == FALSE:
+            has.append(FALSE)
             val[g] = {}
             continue
         pm = _PROGRAM_MASK[g]
         fn = "rightmost" if rule == "right" else "leftmost"
-        has.append(w.define(f"{tag}_{g}", f"leftmost({pm}, {score}, True, default=False)"))
+        has.append(w.define(f"{tag}_{g}", _Attention("leftmost", pm, score, TRUE)))
         val[g] = {}
         for v in sorted({head.value[k] for k in keys}):
             holders = {k for k in keys if head.value[k] == v}
-            holds = "True" if holders == keys else _any(w.at(names[("pos", layer, k)], "j")
-                                                        for k in sorted(holders))
-            val[g][v] = w.define(f"{tag}_{g}_val{v}",
-                                 f"{fn}({pm}, {score}, {holds}, default=False)")
+            holds = TRUE if holders == keys else disjoin(*(w.at(names[("pos", layer, k)], "j")
+                                                           for k in sorted(holders)))
+            val[g][v] = w.define(f"{tag}_{g}_val{v}", _Attention(fn, pm, score, holds))
     return has, val
 
 
-def _live_text(lines: dict[str, str], alphabet: str) -> str:
+def _live_text(lines: dict[str, Formula | _Attention], alphabet: str) -> str:
     """The definitions ``accept`` needs, in order, as program text."""
     live, todo = set(), ["accept"]
     while todo:
@@ -518,8 +524,11 @@ def _live_text(lines: dict[str, str], alphabet: str) -> str:
         if name in live or name not in lines:
             continue
         live.add(name)
-        todo.extend(re.findall(r"\b\w+\b", lines[name]))
-    body = [f"{name} = {formula}" for name, formula in lines.items() if name in live]
+        line = lines[name]
+        todo.extend(defined_names(line.score) | defined_names(line.value)
+                    if isinstance(line, _Attention) else defined_names(line))
+    body = [f"{name} = {line.text() if isinstance(line, _Attention) else program_text(line)}"
+            for name, line in lines.items() if name in live]
     return "\n".join(["# extracted by satsim extract", f'alphabet = "{alphabet}"'] + body) + "\n"
 
 

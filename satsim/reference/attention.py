@@ -19,7 +19,7 @@ import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.model.masks import allowed_matrix, mask_named
-from satsim.model.settings import default_tolerance
+from satsim.model.settings import tie_tolerance
 from satsim.model.spec import default_scale
 
 
@@ -54,13 +54,6 @@ def allowed_keys(T: int, S: int, *, causal: bool = False, key_mask: np.ndarray |
     return allowed
 
 
-def _tolerance(dtype: np.dtype, atol: float | None, rtol: float | None) -> tuple[float, float]:
-    """Fill in the dtype's default for a tolerance left as None."""
-    default_atol, default_rtol = default_tolerance(dtype)
-    return (default_atol if atol is None else float(atol),
-            default_rtol if rtol is None else float(rtol))
-
-
 def _masked_scores(q, k, causal, key_mask, scale, attn_mask) -> tuple[np.ndarray, np.ndarray]:
     """Return scores with disallowed keys at -inf, and the allowed-key matrix."""
     scores = attention_scores(q, k, scale)
@@ -80,7 +73,7 @@ def tie_sets(q: np.ndarray, k: np.ndarray, *, causal: bool = False,
              rtol: float | None = None, scale: float | None = None,
              attn_mask: str | None = None) -> np.ndarray:
     """Return each query's tie set, bool (..., T, S): allowed keys within tolerance of the max."""
-    atol, rtol = _tolerance(np.asarray(q).dtype, atol, rtol)
+    atol, rtol = tie_tolerance(np.asarray(q).dtype, atol, rtol)
     scores, allowed = _masked_scores(q, k, causal, key_mask, scale, attn_mask)
     best = scores.max(axis=-1, keepdims=True, initial=-np.inf)
     return allowed & (scores >= tie_threshold(best, atol, rtol))

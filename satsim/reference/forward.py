@@ -104,9 +104,16 @@ def self_attention(x: np.ndarray, attn: AttentionSpec, settings: AttentionSettin
 class ReferenceBackend(Backend[np.ndarray]):
     """The walk's operations on one string's (n, d) NumPy arrays; keeps every stream."""
 
-    def __init__(self, settings: AttentionSettings, first: np.ndarray) -> None:
+    def __init__(self, spec: ModelSpec, settings: AttentionSettings) -> None:
+        self.spec = spec
         self.settings = settings
-        self.residuals = [first]
+        self.residuals: list[np.ndarray] = []
+
+    def embed(self, ids: np.ndarray) -> np.ndarray:
+        """The input vectors of one string's token ids, the first stream kept."""
+        x = embed(self.spec, ids)
+        self.residuals.append(x)
+        return x
 
     def norm(self, x: np.ndarray, ln: LayerNormSpec, name: str) -> np.ndarray:
         """LayerNorm."""
@@ -136,7 +143,6 @@ def forward(
 ) -> ReferenceRun:
     """Run ``string`` through ``spec`` with plain NumPy and return every residual and the logits."""
     ids = encode(spec, string)
-    x = embed(spec, ids)
-    backend = ReferenceBackend(settings or AttentionSettings(), x)
-    logits = run(spec, backend, x)
+    backend = ReferenceBackend(spec, settings or AttentionSettings())
+    logits = run(spec, backend, ids)
     return ReferenceRun(ids=ids, residuals=backend.residuals, logits=logits.astype(spec.dtype))

@@ -1,7 +1,7 @@
 """The saturated limit of a spec: degrees, the leading-order network, the exact limit.
 
 - ``network_graph(spec)`` / ``degrees(spec)``: the network graph (networkx) with each node's degree
-  of homogeneity by the rules of seed 001, Table 1.
+  of homogeneity by the rules of Merrill et al. 2021, Table 1.
 - ``limit(spec)``: the leading-order ModelSpec (terms below their sum's degree dropped), to run
   with saturated attention; a pre-LN limit keeps the skip connection at some sublayers only,
   which the spec's per-sublayer ``residual`` flags express. ``leading_order(spec)`` also reports
@@ -16,12 +16,12 @@
   (they run the torch soft twin).
 """
 
+from satsim.model.degrees import degrees, dropped_terms, growth_exponent, network_graph
+from satsim.model.safety import check_scale, max_safe_scale
+from satsim.model.scaling import parse_rates, rated, scale_spec
 from satsim.saturation.exact import ExactLimit, Finding, exact_limit
-from satsim.saturation.graph import degrees, dropped_terms, growth_exponent, network_graph
 from satsim.saturation.limit import LeadingOrder, leading_order, limit
 from satsim.saturation.run import LimitRun, run_limit
-from satsim.saturation.safety import check_scale, max_safe_scale
-from satsim.saturation.scaling import parse_rates, rated, scale_spec
 from satsim.saturation.signs import LimitPredictor, LimitSigns, limit_signs
 
 __all__ = [

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from satsim.engine.kernels.expansion import PREFIX_CLASSES, expanded_attention
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
-from satsim.model.masks import allowed_matrix, head_allowed, mask_codes
+from satsim.model.masks import mask_codes
+from satsim.model.scaling import Rates, rated
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.reference.forward import ACTIVATION_FUNCTIONS
-from satsim.saturation.scaling import Rates, rated
+from satsim.saturation.kernels.expansion import PREFIX_CLASSES, expanded_attention
+from satsim.saturation.reference import HeadLimit
 from satsim.saturation.series import (
     NO_DEGREE,
     ORDERS,
@@ -36,10 +37,8 @@ from satsim.saturation.series import (
     add,
     constant,
     contract,
-    exp_series,
     layer_norm,
     leading,
-    ratio_series,
     relu,
     relu_like,
     truncate,
@@ -59,16 +58,6 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.where} position {self.position}: {self.detail}"
-
-
-@dataclass(frozen=True)
-class HeadLimit:
-    """Tie sets of one attention layer in the limit, (H, T) arrays."""
-
-    lead_size: np.ndarray  # tie-set size under the top-degree scores alone
-    size: np.ndarray  # tie-set size once every positive degree has been compared
-    split_at: np.ndarray  # degree whose term first split the leading tie set (0: none)
-    unresolved: np.ndarray  # ties left while terms of positive degree are unknown
 
 
 @dataclass(frozen=True)
@@ -107,87 +96,6 @@ def row_leading(x: Series) -> tuple[np.ndarray, np.ndarray]:
     return rows, degree
 
 
-@dataclass(frozen=True)
-class TieBreak:
-    """Limit attention of one layer: weights as an expansion in c, tie sets, statistics."""
-
-    weights: Series  # (H, T, S) per degree 0, -1, ...: exp(lower-order scores), normalised
-    support: np.ndarray  # bool (H, T, S): keys tied at every positive degree
-    lead: np.ndarray  # bool (H, T, S): tie sets of the top-degree scores alone
-    head: HeadLimit
-
-
-def limit_weights(scores: Series, mask: str | Sequence[str], heads: int | None = None,
-                  n: int | None = None, orders: int = ORDERS) -> TieBreak:
-    """Attention weights of lim softmax(scores(c)): compare keys degree by degree from the top.
-
-    A gap at a positive degree removes a key (its weight is exponentially small). Keys tied at
-    every positive degree share the weight exp(s_0 + s_-1/c + ...) normalised, a power series in
-    1/c. A query whose tie set or weights depend on terms that are not known gets NaN weights.
-    ``heads`` and ``n`` give the shape (heads, n, n) where the scores' terms are broadcast
-    (default: their broadcast shape). ``mask`` is the attention mask of every head, or one per
-    head (:mod:`satsim.model.masks`); a query with no allowed key gets zero weights.
-    """
-    shape = np.broadcast_shapes(*(np.shape(t) for t in scores.terms.values()))
-    n = shape[-1] if n is None else n
-    lead_axes = shape[:-2] if heads is None else (heads,)
-    allowed = allowed_matrix(mask, n) if isinstance(mask, str) else head_allowed(mask, n)
-    candidates = np.broadcast_to(allowed, lead_axes + (n, n)).copy()
-    unknown = np.zeros(candidates.shape[:-1], dtype=bool)
-    lead, split_at = None, np.zeros(candidates.shape[:-1], dtype=np.int64)
-    for degree in range(scores.top, 0, -1):
-        if degree < scores.floor:
-            break
-        value = np.broadcast_to(scores.terms.get(degree, 0.0), candidates.shape)
-        unknown |= (candidates & np.isnan(value)).any(axis=-1)
-        best = np.where(candidates, np.nan_to_num(value, nan=-np.inf), -np.inf).max(
-            axis=-1, keepdims=True)
-        spread = np.where(candidates, np.nan_to_num(np.abs(value)), 0.0).max(axis=-1,
-                                                                             keepdims=True)
-        keep = candidates & (value >= best - TOL * spread)
-        if lead is None:
-            lead = keep
-        else:
-            split = keep.sum(axis=-1) < candidates.sum(axis=-1)
-            split_at = np.where(split & (split_at == 0), degree, split_at)
-        candidates = np.where(unknown[..., None], candidates, keep)
-    lead = candidates if lead is None else lead
-    size = candidates.sum(axis=-1)
-    unresolved = unknown | ((size > 1) & (scores.floor > 0))
-    orders = orders if not math.isfinite(scores.floor) else max(1, min(orders, 1 - scores.floor))
-    a = np.stack([np.where(candidates, scores.terms.get(-m, 0.0), 0.0) for m in range(orders)])
-    base = a[0] - np.where(candidates, a[0], -np.inf).max(axis=-1, keepdims=True)
-    numerators = np.where(candidates, np.exp(np.where(candidates, base, 0.0)), 0.0) * exp_series(a)
-    with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 where nothing is allowed
-        weights = ratio_series(numerators, numerators.sum(axis=-1, keepdims=True))
-    weights = np.where((size == 0)[None, ..., None], 0.0, weights)  # nothing to attend
-    weights = np.where(unresolved[None, ..., None], np.nan, weights)
-    unresolved |= np.isnan(weights[0]).any(axis=-1)
-    head = HeadLimit(lead.sum(axis=-1), size, split_at, unresolved)
-    series = Series({-m: weights[m] for m in range(orders)},
-                    _weights_floor(scores, candidates, orders))
-    return TieBreak(series, candidates, lead, head)
-
-
-def _weights_floor(scores: Series, candidates: np.ndarray, orders: int) -> float:
-    """Degree down to which the weight series is known.
-
-    Every degree when the scores are exact and no term below degree 0 differs between the keys
-    of a tie set (then there are no 1/c corrections); else as many terms as were computed.
-    """
-    if math.isfinite(scores.floor):
-        return -(orders - 1)
-    for degree, value in scores.terms.items():
-        if degree >= 0:
-            continue
-        value = np.broadcast_to(value, candidates.shape)
-        high = np.where(candidates, value, -np.inf).max(axis=-1)
-        low = np.where(candidates, value, np.inf).min(axis=-1)
-        if not np.all(high - low <= TOL * np.maximum(np.abs(high), np.abs(low))):
-            return -(orders - 1)
-    return -math.inf
-
-
 SCORE_CACHE = 1 << 22
 """Score coefficients (8 bytes each) a layer may keep for every pair of query and key classes."""
 
@@ -221,7 +129,7 @@ def limit_attention(q: Series, k: Series, v: Series, scale: float, masks: Sequen
                     orders: int = ORDERS) -> tuple[HeadLimit, np.ndarray, Series]:
     """Limit attention of one layer, (H, T, e) series in, through the compiled kernel.
 
-    The same limit as :func:`limit_weights` followed by :func:`weighted_sum` (their NumPy
+    The same limit as :mod:`satsim.saturation.reference` (limit_weights, weighted_sum: its NumPy
     statement), computed query by query: the lower score degrees only for the keys still tied.
     ``masks`` holds each head's attention mask (:mod:`satsim.model.masks`). Returns the tie
     statistics, per (head, query) whether the leading tie set's mean differs from the limit's at the
@@ -278,7 +186,10 @@ class _Evaluator(Backend[Series]):
                              lambda features, name: constant(features @ pos.W_feat, 1),
                              lambda table: constant(table, 0), model=spec.name)
         tokens = constant(spec.W_E[ids], 1)
-        return tokens if term is None else add(tokens, term)
+        x = tokens if term is None else add(tokens, term)
+        self.length = len(ids)
+        self.streams = [x]
+        return x
 
     def norm(self, x: Series, ln: LayerNormSpec, name: str) -> Series:
         """LayerNorm or RMSNorm of a series, noting undetermined and vanishing rows."""
@@ -372,11 +283,7 @@ class _Evaluator(Backend[Series]):
 
     def run(self, string: str) -> ExactLimit:
         """The exact limit of ``string``, with its findings."""
-        ids = encode(self.spec, string)
-        self.length = len(ids)
-        x = self.embed(ids)
-        self.streams = [x]
-        logits = run(self.spec, self, x)
+        logits = run(self.spec, self, encode(self.spec, string))
         return ExactLimit(string, self.streams, self.heads, logits, self.findings,
                           self.spec.output.readout)
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
+from satsim.model.degrees import Sublayer, dropped_terms, network_graph
+from satsim.model.respec import with_tensors
+from satsim.model.scaling import Rates, rated
 from satsim.model.spec import BlockSpec, LayerNormSpec, ModelSpec, PositionalSpec
-from satsim.saturation.graph import Sublayer, dropped_terms, network_graph
-from satsim.saturation.respec import with_tensors
-from satsim.saturation.scaling import Rates, rated
 
 LIMIT_EPS = 1e-30
 """LayerNorm ε of the limit network: its input grows like c^k, so ε/c^2k → 0."""

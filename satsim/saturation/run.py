@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.batch import LayerTrace, forward_batch
-from satsim.errors import SatsimError
-from satsim.model.encoding import encode
+from satsim.model.encoding import encode_batch
 from satsim.model.settings import AttentionSettings
 from satsim.saturation.limit import LeadingOrder
 
@@ -26,10 +25,7 @@ class LimitRun:
 
 def encode_all(network: LeadingOrder, strings: Sequence[str]) -> list[np.ndarray]:
     """Token ids of every string under the limit spec (same vocabulary as the source)."""
-    ids = [encode(network.spec, s) for s in strings]
-    if not ids or any(len(seq) == 0 for seq in ids):
-        raise SatsimError("give at least one string that yields at least one token")
-    return ids
+    return encode_batch(network.spec, strings, at_least_one=True)
 
 
 def run_limit(network: LeadingOrder, strings: Sequence[str], attention: str = "saturated",

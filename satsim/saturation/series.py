@@ -304,29 +304,3 @@ def ratio_series(num: np.ndarray, den: np.ndarray) -> np.ndarray:
                                   if n else 0.0)
         out[n] = snap(num[n] - carried, scale) / den[0]
     return out
-
-
-def weighted_sum(weights: Series, values: Series, support: np.ndarray) -> Series:
-    """Σ_s weights[h,t,s] values[h,s,e] of two expansions, for attention (zero pairs skipped).
-
-    ``support`` (H, T, S) marks the keys whose weight is not exponentially small: an unknown
-    value elsewhere cannot reach the output.
-    """
-    total: dict[int, np.ndarray] = {}
-    magnitude: dict[int, np.ndarray] = {}
-    reach = support.astype(np.float64)
-    live_w, live_v = _live(weights), _live(values)
-    pairs = [(i, j) for i in weights.terms for j in values.terms]
-    for i, j in [p for p in pairs if live_w[p[0]] and live_v[p[1]]] or pairs[:1]:
-        w, v = weights.terms[i], _keys(values.terms[j], weights.terms[i])
-        known = np.nan_to_num(v, nan=0.0)
-        part = w @ known
-        unknown = np.isnan(v)
-        if unknown.any():
-            part = np.where(reach @ unknown.astype(np.float64) > 0, np.nan, part)
-        total[i + j] = total.get(i + j, 0.0) + part
-        magnitude[i + j] = magnitude.get(i + j, 0.0) + np.abs(w) @ np.abs(known)
-    _complete(total, magnitude, {i + j for i, j in pairs})
-    floor = max(weights.floor + values.top, values.floor + weights.top)
-    kept = {k: snap(total[k], magnitude[k]) for k in total if k >= floor}
-    return truncate(kept, floor)

@@ -25,18 +25,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.batch import forward_batch
-from satsim.engine.kernels.tie_values import tie_value_spread
-from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, counting_heads
 from satsim.model.architecture import run as run_model
-from satsim.model.encoding import encoder, positional_vectors
+from satsim.model.encoding import encode_batch, positional_vectors
 from satsim.model.masks import mask_codes
 from satsim.model.readout import next_symbol_sets
+from satsim.model.scaling import Rates
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import ExactLimit, exact_limit
+from satsim.saturation.kernels.tie_values import tie_value_spread
 from satsim.saturation.limit import LeadingOrder, leading_order
-from satsim.saturation.scaling import Rates
 from satsim.saturation.series import ORDERS
 
 VANISHING = 1e-9
@@ -99,9 +98,18 @@ def _norm(array: np.ndarray | None) -> float:
 class _Bounds(Backend[float]):
     """The walk on a-priori bounds of row norms; keeps each norm's input bound and the norm."""
 
-    def __init__(self, d_model: int) -> None:
-        self.d_model = d_model
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.d_model = spec.d_model
         self.norms: list[tuple[float, LayerNormSpec]] = []
+
+    def embed(self, ids: np.ndarray) -> float:
+        """A bound on the input rows of any string of ``len(ids)`` tokens: token plus position."""
+        bound = float(np.linalg.norm(self.spec.W_E, axis=1).max())
+        positions = positional_vectors(self.spec, len(ids))
+        if positions is not None:
+            bound += float(np.linalg.norm(positions, axis=1).max())
+        return bound
 
     def norm(self, x: float, ln: LayerNormSpec, name: str) -> float:
         """A normalised row has norm √d before γ (and β)."""
@@ -134,12 +142,8 @@ def row_bounds(spec: ModelSpec, length: int) -> tuple[list[tuple[float, LayerNor
     computed value that should be zero is rounding: cancellations leave about 1e-16 of the
     bound, never 1e-9 of it.
     """
-    bound = float(np.linalg.norm(spec.W_E, axis=1).max())
-    positions = positional_vectors(spec, length)
-    if positions is not None:
-        bound += float(np.linalg.norm(positions, axis=1).max())
-    bounds = _Bounds(spec.d_model)
-    logits = run_model(spec, bounds, bound)
+    bounds = _Bounds(spec)
+    logits = run_model(spec, bounds, np.zeros(length, dtype=np.int64))
     return bounds.norms, logits
 
 
@@ -244,13 +248,8 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     are answered by the exact expansion, and :attr:`LimitSigns.exact` says which. Signs are
     defined for every task; a categorical answer (the largest logit) is not decoded here.
     """
-    if isinstance(strings, str):
-        raise SatsimError("pass a list of strings, not a single string")
     network = leading_order(spec.astype(np.float64), rates)
-    encode = encoder(network.spec)
-    ids = [encode(s) for s in strings]
-    if any(len(seq) == 0 for seq in ids):
-        raise SatsimError(f"the empty string gives no tokens to model {spec.name!r}")
+    ids = encode_batch(network.spec, strings)
     checker = _Checker(network)
     signs: list[np.ndarray | None] = [None] * len(ids)
     reasons = [""] * len(ids)
@@ -315,11 +314,10 @@ def limit_tie_sizes(spec: ModelSpec, strings: Sequence[str], rates: Rates | None
     :func:`first_orders` gives, and with every term where those leave a tie unresolved.
     """
     network = leading_order(spec.astype(np.float64), rates)
-    encode = encoder(network.spec)
     exempt = exempt_heads(network.source)
     masks = [b.attn.head_masks for b in spec.blocks if b.attn is not None]
     orders = first_orders(network)
-    ids = [encode(s) for s in strings]
+    ids = encode_batch(network.spec, strings)
     sizes: list[list[np.ndarray]] = [[] for _ in strings]
     for batch in batches(ids):
         run = forward_batch(network.spec, [ids[i] for i in batch],

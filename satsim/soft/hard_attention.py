@@ -71,9 +71,7 @@ def _block_ties(q64: Tensor, k64: Tensor, start: int, mask: str, key_mask: Tenso
     if allowed is not None:
         scores = scores.masked_fill_(~allowed, -math.inf)
     best = scores.amax(dim=-1, keepdim=True)
-    # M - (atol + rtol|M|), written as satsim.reference.attention.tie_threshold writes it
-    threshold = torch.where(best >= 0, best * (1.0 - rtol) - atol, best * (1.0 + rtol) - atol)
-    ties = scores >= threshold
+    ties = scores >= tie_threshold(best, atol, rtol)
     return ties if allowed is None else ties & allowed
 
 
@@ -83,6 +81,11 @@ def _blocks(q: Tensor, k: Tensor, block_bytes: int):
     per_query = 8 * max(1, math.prod(lead)) * max(1, k.shape[-2])
     rows = max(1, block_bytes // per_query)
     return [(start, min(start + rows, q.shape[-2])) for start in range(0, q.shape[-2], rows)]
+
+
+def tie_threshold(best: Tensor, atol: float, rtol: float) -> Tensor:
+    """M - (atol + rtol|M|), written as :func:`satsim.reference.attention.tie_threshold` is."""
+    return torch.where(best >= 0, best * (1.0 - rtol) - atol, best * (1.0 + rtol) - atol)
 
 
 def _as_mask(mask: Tensor | None, device: torch.device) -> Tensor | None:
@@ -165,8 +168,7 @@ def kind_weights(scores: Tensor, allowed: Tensor, way: AttentionSettings,
         weights = torch.exp(-torch.where(allowed, classes, 0.0) * way.width)
     elif way.kind == "saturated":
         atol, rtol = tie_tolerance(_NUMPY_DTYPES[dtype], way.atol, way.rtol)
-        threshold = torch.where(best >= 0, best * (1.0 - rtol) - atol, best * (1.0 + rtol) - atol)
-        weights = (scores >= threshold).to(torch.float64)
+        weights = (scores >= tie_threshold(best, atol, rtol)).to(torch.float64)
     else:
         raise SatsimError(f"the soft twin runs no {way.kind} heads")
     weights = torch.where(allowed, weights, 0.0)

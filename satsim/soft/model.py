@@ -24,15 +24,15 @@ from torch.nn import functional as F
 
 from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, Step, position_term, run_blocks, steps
-from satsim.model.encoding import Input, encoder
+from satsim.model.degrees import growth_exponent, network_graph
+from satsim.model.encoding import Input, encode_batch, pad_ids
 from satsim.model.masks import head_allowed
 from satsim.model.readout import decode
+from satsim.model.respec import with_tensors
+from satsim.model.safety import check_scale
+from satsim.model.scaling import Rates, scale_factors
 from satsim.model.settings import AttentionSettings, default_tolerance, head_settings
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
-from satsim.saturation.graph import growth_exponent, network_graph
-from satsim.saturation.respec import with_tensors
-from satsim.saturation.safety import check_scale
-from satsim.saturation.scaling import Rates, check_rates, rate_of
 from satsim.soft.device import resolve_device, resolve_dtype
 from satsim.soft.hard_attention import kind_weights
 
@@ -150,14 +150,13 @@ class SoftTransformer(nn.Module):
 
     def scaled(self, c: float, rates: Rates | None = None) -> SoftTransformer:
         """Return a copy at cθ: every parameter times c and its group's rate (see scaling)."""
-        names = [name for name, _ in self.named_parameters()]
-        check_rates(names, rates)
+        factors = scale_factors([name for name, _ in self.named_parameters()], c, rates)
         largest = c * max([1.0, *(rates or {}).values()])
         check_scale(self.spec, largest, np.float32 if self.dtype == torch.float32 else np.float64)
         twin = copy.deepcopy(self, {id(self.spec): self.spec})  # the spec is frozen: share it
         with torch.no_grad():
             for name, param in twin.named_parameters():
-                param.mul_(c * rate_of(name, rates))
+                param.mul_(factors[name])
         twin.scale = self.scale * c
         return twin
 
@@ -207,12 +206,7 @@ class SoftTransformer(nn.Module):
             lengths = torch.full((batch,), n, dtype=torch.long)
         key_mask = torch.arange(n, device=self.device)[None, :] < lengths.to(self.device)[:, None]
         soft = self._pass(key_mask, beta, cache)
-        x = soft.hook("hook_embed", self.embed.W_E[tokens])
-        pos = self._positions(n, lengths)
-        if pos is not None:
-            x = x + soft.hook("hook_pos_embed", pos.expand(batch, n, -1))
-        soft.residuals.append(x)
-        final = run_blocks(self.spec, soft, x, self._steps())
+        final = run_blocks(self.spec, soft, soft.embed(tokens), self._steps())
         at = None if logits_at is None else [int(position) for position in logits_at]
         read = final if at is None else final[:, at]
         return SoftRun(soft.unembed(read, self.spec.output), soft.residuals, final, lengths,
@@ -223,17 +217,8 @@ class SoftTransformer(nn.Module):
 
         Each input is text, a sequence of tokens or of token ids, as the simulator takes them.
         """
-        if isinstance(strings, str):
-            raise SatsimError("pass a list of strings, not a single string")
-        encode_one = encoder(self.spec)
-        ids = [encode_one(s) for s in strings]
-        if not ids or any(len(seq) == 0 for seq in ids):
-            raise SatsimError("give at least one string that yields at least one token")
-        lengths = torch.tensor([len(seq) for seq in ids], dtype=torch.long)
-        tokens = torch.zeros((len(ids), int(lengths.max())), dtype=torch.long)
-        for row, seq in enumerate(ids):
-            tokens[row, : len(seq)] = torch.from_numpy(seq)
-        return tokens.to(self.device), lengths
+        padded, lengths = pad_ids(encode_batch(self.spec, strings, at_least_one=True))
+        return torch.from_numpy(padded).to(self.device), torch.from_numpy(lengths)
 
     def run(self, strings: Sequence[Input], *, beta: float = 1.0,
             cache: bool = False) -> SoftRun:
@@ -285,6 +270,16 @@ class SoftPass(Backend[Tensor]):
         self.hooks: dict[str, Tensor] | None = {} if cache else None
         self.residuals: list[Tensor] = []
 
+    def embed(self, tokens: Tensor) -> Tensor:
+        """Token rows plus positions of padded ids (B, T), hooked: the first residual stream."""
+        model, (batch, n) = self.model, tokens.shape
+        x = self.hook("hook_embed", model.embed.W_E[tokens])
+        pos = model._positions(n, self.key_mask.sum(dim=-1).cpu())
+        if pos is not None:
+            x = x + self.hook("hook_pos_embed", pos.expand(batch, n, -1))
+        self.residuals.append(x)
+        return x
+
     def hook(self, name: str, value: Tensor) -> Tensor:
         """Cache ``value`` under hook ``name`` when caching."""
         if self.hooks is not None:
@@ -310,7 +305,7 @@ class SoftPass(Backend[Tensor]):
         for name, value in (("q", q), ("k", k), ("v", v)):
             self.hook(f"{p}.hook_{name}", value.transpose(1, 2))
         scale = branch.module.scale
-        factor = self.beta * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+        factor = self.beta * branch.module.score_scale
         masks = set(branch.module.head_masks)
         fusable = (masks in ({"causal"}, {"bidirectional"}) and self.fused_softmax()
                    and not branch.module.fixed_kinds)
@@ -318,6 +313,8 @@ class SoftPass(Backend[Tensor]):
             z = self.fused_attention(q, k, v, factor, masks == {"causal"})
         else:
             scores = torch.einsum("bhte,bhse->bhts", q, k)
+            # Divided by √d rather than times score_scale: a product rounds otherwise in float32,
+            # and the documented training runs (README, bench/results) were made this way.
             scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
             n = x.shape[1]
             by_position = torch.from_numpy(head_allowed(branch.module.head_masks, n)).to(x.device)

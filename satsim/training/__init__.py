@@ -1,4 +1,4 @@
-"""Training soft transformers on formal languages, with the norm-growth instrumentation of seed 001.
+"""Training soft transformers on formal languages, with norm-growth measures (Merrill et al. 2021).
 
 A run directory holds ``config.json``, ``metrics.jsonl`` (one JSON object per logged step),
 ``checkpoints/step-XXXXXXXX.safetensors`` (specs) beside their optimiser state, and

@@ -60,17 +60,13 @@ def examples(spec: ModelSpec, records: list[dict], task: str) -> Examples:
     """Turn dataset records into tensors for ``spec`` (its vocab and output labels)."""
     if not records:
         raise SatsimError("no strings to train or test on")
-    from satsim.model.encoding import encoder
+    from satsim.model.encoding import encode_batch, pad_ids
 
-    encode = encoder(spec)
-    ids = [encode(r["string"]) for r in records]
-    lengths = torch.tensor([len(seq) for seq in ids], dtype=torch.long)
-    width = int(lengths.max())
-    tokens = torch.zeros((len(ids), width), dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.bool)
-    for row, seq in enumerate(ids):
-        tokens[row, : len(seq)] = torch.from_numpy(seq)
-        mask[row, : len(seq)] = True
+    ids = encode_batch(spec, [r["string"] for r in records])
+    padded, lengths_array = pad_ids(ids)
+    tokens, lengths = torch.from_numpy(padded), torch.from_numpy(lengths_array)
+    width = tokens.shape[1]
+    mask = torch.arange(width)[None, :] < lengths[:, None]
     if task == "recognition":
         targets = torch.tensor([float(r["label"]) for r in records])
     else:

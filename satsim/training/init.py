@@ -6,6 +6,7 @@ import numpy as np
 
 from languages.base import EOS
 from satsim.model.spec import (
+    BOS,
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,
@@ -15,8 +16,6 @@ from satsim.model.spec import (
     PositionalSpec,
 )
 from satsim.training.config import TrainConfig
-
-BOS = "<bos>"
 
 
 def output_labels(task: str, alphabet: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""What a run records of its parameters (seed 001, section 4 and 7): norms and projections.
+"""What a run records of its parameters (Merrill et al. 2021, §4, §7): norms and projections.
 
 ‖θ‖ globally, per layer and per parameter tensor; the gradient projection θᵀ∇L; the update
 δ = θ_{t+1} − θ_t through its norm and θᵀδ; the cosine between θ at consecutive logged steps.

@@ -89,8 +89,35 @@ class Layout:
 class StackedPass(Backend[Tensor]):
     """The walk's operations on (M, B, T, d) streams with parameters (M, ...)."""
 
-    def __init__(self, params: dict[str, Tensor]) -> None:
+    def __init__(self, params: dict[str, Tensor], spec: ModelSpec,
+                 constants: dict | None = None) -> None:
         self.params = params
+        self.spec = spec
+        self.constants = {} if constants is None else constants
+
+    def embed(self, tokens: Tensor) -> Tensor:
+        """Each model's token rows plus positions for its padded batch, tokens (M, B, T).
+
+        ``constants`` caches parameter-free tables (the sinusoids) on the device between calls,
+        so that a captured CUDA graph copies nothing from the host.
+        """
+        spec, cache = self.spec, self.constants
+        models, _, n = tokens.shape
+        table = self.params[EMBEDDING]
+        offsets = torch.arange(models, device=tokens.device)[:, None, None] * table.shape[1]
+        x = F.embedding(tokens + offsets, table.reshape(-1, table.shape[-1]))
+
+        def constant(array: np.ndarray) -> Tensor:
+            key = (n, x.dtype, x.device)
+            if key not in cache:
+                cache[key] = torch.as_tensor(np.asarray(array), dtype=x.dtype, device=x.device)
+            return cache[key]
+
+        pos = position_term(spec.positional, n, spec.d_model,
+                            lambda name, count: self.params[name][:, None, :count],
+                            None,  # feature positions are refused by check_stackable
+                            constant)
+        return x if pos is None else x + pos
 
     def _bag(self, name: str, part: str) -> Tensor | None:
         return self.params.get(f"{name}.{part}")
@@ -173,26 +200,9 @@ def stacked_forward(spec: ModelSpec, params: dict[str, Tensor], tokens: Tensor,
     position's, (M, B, T, K). ``constants`` caches parameter-free tables (the sinusoids) on the
     device between calls, so that a captured CUDA graph copies nothing from the host.
     """
-    models, batch, n = tokens.shape
-    table = params[EMBEDDING]
-    offsets = torch.arange(models, device=tokens.device)[:, None, None] * table.shape[1]
-    x = F.embedding(tokens + offsets, table.reshape(-1, table.shape[-1]))
-    cache = {} if constants is None else constants
-
-    def constant(array: np.ndarray) -> Tensor:
-        key = (n, x.dtype, x.device)
-        if key not in cache:
-            cache[key] = torch.as_tensor(np.asarray(array), dtype=x.dtype, device=x.device)
-        return cache[key]
-
-    pos = position_term(spec.positional, n, spec.d_model,
-                        lambda name, count: params[name][:, None, :count],
-                        None,  # feature positions are refused by check_stackable
-                        constant)
-    if pos is not None:
-        x = x + pos
-    final = run_blocks(spec, StackedPass(params), x)
+    walk = StackedPass(params, spec, constants)
+    final = run_blocks(spec, walk, walk.embed(tokens))
     if last is not None:
         final = torch.gather(final, 2, last[:, :, None, None].expand(-1, -1, 1, final.shape[-1]))
         final = final[:, :, 0]
-    return StackedPass(params).unembed(final, spec.output)
+    return walk.unembed(final, spec.output)

@@ -92,7 +92,7 @@ def test_unknown_construction_is_a_clear_error():
 
 
 def test_the_lifted_recogniser_computes_the_same_logits():
-    # satsim.constructions.lifting removes the residual stream and re-carries every live dimension
+    # satsim.circuits.lifting removes the residual stream and re-carries every live dimension
     # (a self head, relu copies): the function at every string must not change
     written = constructions.build("dyck1")
     lifted = constructions.build("dyck1", homogeneous=True)

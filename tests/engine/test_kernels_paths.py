@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from satsim import Simulator, constructions
 from satsim.engine.attend import attention
-from satsim.engine.batch import embed_batch, forward_batch
+from satsim.engine.batch import forward_batch
 from satsim.engine.kernels import layers
 from satsim.engine.kernels import queries as kernels
 from satsim.errors import SatsimError
 from satsim.model.architecture import counting_heads
-from satsim.model.encoding import embed, encode
+from satsim.model.encoding import embed, embed_batch, encode
 from satsim.model.settings import AttentionSettings, default_tolerance
 from satsim.model.spec import default_scale
 from tests.engine.test_attention import CODES, Case, assert_matches_reference, cases, reference

@@ -204,11 +204,12 @@ def compiler_names() -> list[str]:
     import keyword
     import re
 
-    from satsim.rasp import bits, circuit, compile_brasp, compile_crasp, logic
+    from satsim.circuits import schedule
+    from satsim.rasp import bits, compile_brasp, compile_crasp, logic
     from satsim.rasp.syntax import RESERVED
 
     found: set[str] = set()
-    for module in (bits, circuit, logic, compile_crasp, compile_brasp):
+    for module in (bits, schedule, logic, compile_crasp, compile_brasp):
         tree = ast.parse(inspect.getsource(module))
         docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
         found.update(node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)

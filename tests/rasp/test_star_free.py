@@ -290,7 +290,7 @@ def test_the_decide_table_skips_what_would_take_long_and_says_how_long(monkeypat
 @pytest.mark.slow  # runs long
 def test_compiling_a_model_too_large_for_memory_is_refused_while_it_is_laid_out(monkeypatch):
     import satsim.engine.resources as resources
-    from satsim.rasp.circuit import MODEL_COPIES
+    from satsim.circuits.schedule import MODEL_COPIES
 
     program = parse_program(program_text("dyck-4-20"), "brasp")
     spec = compile_program(program)

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from satsim.model.masks import MASKS
-from satsim.saturation.exact import limit_attention, limit_weights
-from satsim.saturation.series import Series, product, weighted_sum
+from satsim.saturation.exact import limit_attention
+from satsim.saturation.reference import limit_weights, weighted_sum
+from satsim.saturation.series import Series, product
 
 GRID = st.sampled_from([-1.0, -0.5, 0.0, 0.0, 0.5, 1.0])
 

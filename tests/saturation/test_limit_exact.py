@@ -139,7 +139,7 @@ def test_relu_of_an_unknown_coordinate_stays_unknown_and_of_a_known_zero_stays_z
 
 @pytest.mark.parametrize("c", [30.0, 300.0])
 def test_limit_weights_match_softmax_of_the_expanded_scores_at_finite_c(c):
-    from satsim.saturation.exact import limit_weights
+    from satsim.saturation.reference import limit_weights
 
     rng = np.random.default_rng(2)
     top = np.round(rng.standard_normal((1, 4, 4)))  # integer top scores: exact ties

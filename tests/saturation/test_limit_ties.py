@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from satsim.engine.kernels.tie_values import tie_value_spread
 from satsim.model.masks import MASKS, mask_codes
 from satsim.reference.attention import tie_sets, tie_size
+from satsim.saturation.kernels.tie_values import tie_value_spread
 from satsim.saturation.signs import limit_signs
 from tests.support.helpers import random_spec, zero_query
 

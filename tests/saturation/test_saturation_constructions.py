@@ -4,7 +4,7 @@ A construction is written for saturated attention on its own weights θ, the lim
 attention-only β → ∞: at large β its soft twin must decide as the simulator does. Uniform scaling
 cθ converges instead to the leading-order network, which keeps only the highest-degree term of
 every sum. The constructions are built homogeneous (no residual stream, no biases:
-satsim.constructions.lifting), so the leading-order network drops nothing and every head
+satsim.circuits.lifting), so the leading-order network drops nothing and every head
 saturates: the limit is the construction itself, and at large c the soft twin decides as the
 simulator, with logits c^K times the simulator's (K the logits' degree). The Dyck-1 recogniser,
 the benchmark model, keeps its residual stream: its leading-order network drops the embedding,
@@ -23,7 +23,7 @@ from tests.support.twin_check import check_construction, construction_strings
 TASKS = ["recognition", "next-symbol"]
 CASES = [(name, task) for name in constructions.names() for task in TASKS]
 BENCHMARK = ("dyck1", "recognition")  # kept with its residual stream (bench/dyck1_throughput.py)
-SCALE = 1000.0  # float64 holds every construction up to c ≈ 10^18 (satsim.saturation.safety)
+SCALE = 1000.0  # float64 holds every construction up to c ≈ 10^18 (satsim.model.safety)
 
 
 def test_cases_cover_every_construction_and_task():

@@ -4,7 +4,7 @@ A construction is written for saturated attention on its own weights θ, which i
 attention-only inverse temperature β → ∞: its soft twin at large β must decide as the simulator
 does. Uniform scaling cθ is another limit (see :mod:`satsim.saturation.limit`): it converges to
 the leading-order network, which is the construction itself only when every sum adds terms of
-equal degree. The constructions are built that way (:mod:`satsim.constructions.lifting`: no
+equal degree. The constructions are built that way (:mod:`satsim.circuits.lifting`: no
 residual stream, no biases), so at large c too the soft twin decides as the simulator; the Dyck-1
 recogniser, kept with its residual stream as the benchmark model, does so through its exact limit
 (:func:`satsim.saturation.exact_limit`). Every construction gets this test

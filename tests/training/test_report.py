@@ -14,8 +14,8 @@ from satsim.cli.main import main
 from satsim.engine.simulator import Simulator
 from satsim.errors import SatsimError
 from satsim.model.io import save_spec
+from satsim.model.respec import map_named
 from satsim.saturation import limit, scale_spec
-from satsim.saturation.respec import map_named
 from satsim.training import evaluate as evaluate_module
 from satsim.training.evaluate import default_bins, evaluate_bins, soft_predictor
 from satsim.training.fits import FORMS, fit_growth, growth_rate

@@ -1,4 +1,4 @@
-"""Homogeneity curves of random encoders (seed 001, appendix B.1, Figure 5), two protocols.
+"""Homogeneity curves of random encoders (Merrill et al. 2021, B.1, Figure 5), two protocols.
 
 - ``authors``: the model of the authors' script (viking-sudo-rm/norm-growth,
   ``plot_trans_scale.py``): post-norm LN(x + f(x)) and their "pre-norm" LN(f(x)) + x, causal

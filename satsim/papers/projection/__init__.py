@@ -1,4 +1,4 @@
-"""Gradient projection cθᵀ∇L of transformer sublayers at forced accuracy (seed 001, section 4.2).
+"""Gradient projection cθᵀ∇L of transformer sublayers (Merrill et al. 2021, section 4.2).
 
 Reproduces the norm-growth paper's Figure 1 protocol: random sublayers of hidden size 10 with a
 random affine head and softmax cross-entropy; parameters and inputs scaled by c; labels forced to

@@ -1,10 +1,10 @@
 """Homogeneous lifting: a construction without residual stream or biases is its own c → ∞ limit.
 
 Under uniform scaling θ → cθ each term of a network without LayerNorm has a degree of
-homogeneity (seed 001, Table 1; :func:`satsim.saturation.degrees`): the embedding 1, a sublayer's
-output its input's degree + 2, a bias 1. In a residual sum x + f(x) the stream x has the lower
-degree, so it vanishes from lim f(x; cθ), and so does every bias. A construction written for a
-residual stream therefore converges, as c grows, to its leading-order network, not to itself.
+homogeneity (Merrill et al. 2021, Table 1; :func:`satsim.saturation.degrees`): the embedding 1, a
+sublayer's output its input's degree + 2, a bias 1. In a residual sum x + f(x) the stream x has
+the lower degree, so it vanishes from lim f(x; cθ), and so does every bias. A construction written
+for a residual stream therefore converges, as c grows, to its leading-order network, not to itself.
 
 A homogeneous construction has no biases (a threshold is a weight on the constant dimension
 ``one``) and no residual connections: every sublayer re-writes each dimension that is read
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from satsim.constructions.parts import Head, Layer, Neuron, dim, head_reads, neuron_reads
+from satsim.circuits.parts import Head, Layer, Neuron, dim, head_reads, neuron_reads
 
 ONE = "one"
 POS = "pos"

@@ -12,8 +12,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from satsim.errors import SatsimError
+from satsim.model.degrees import growth_exponent, network_graph
 from satsim.model.spec import ModelSpec
-from satsim.saturation.graph import growth_exponent, network_graph
 
 HEADROOM = 1e6
 

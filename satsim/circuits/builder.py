@@ -1,9 +1,9 @@
 """A terse builder for hand-made transformers over named residual dimensions.
 
 A construction names its residual dimensions, then adds layers of heads and ReLU neurons that
-read and write those names (:mod:`satsim.constructions.parts`); the builder turns them into a
+read and write those names (:mod:`satsim.circuits.parts`); the builder turns them into a
 validated :class:`ModelSpec`. It is written as if every sublayer added to a residual stream.
-By default the builder lifts it to a homogeneous network (:mod:`satsim.constructions.lifting`):
+By default the builder lifts it to a homogeneous network (:mod:`satsim.circuits.lifting`):
 no residual connections and no biases, every live dimension re-written by every sublayer, so
 the soft twin at uniform scale cθ converges to the construction itself.
 """
@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from satsim.constructions.lifting import POS, SIGNED_FEATURES, lift
-from satsim.constructions.parts import Head, Layer, Neuron, Weights
-from satsim.constructions.residual import Residual
+from satsim.circuits.lifting import POS, SIGNED_FEATURES, lift
+from satsim.circuits.parts import Head, Layer, Neuron, Weights
+from satsim.circuits.residual import Residual
 from satsim.model.spec import (
+    BOS,
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,
@@ -26,7 +27,6 @@ from satsim.model.spec import (
     PositionalSpec,
 )
 
-BOS = "<bos>"
 __all__ = ["BOS", "Builder", "Head", "Neuron"]
 
 

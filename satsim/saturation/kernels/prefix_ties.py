@@ -1,6 +1,6 @@
 """Numba helpers: the limit's tie sets of a growing key set, kept per query class.
 
-:func:`satsim.engine.kernels.expansion.expanded_attention` filters, for every query, the allowed
+:func:`satsim.saturation.kernels.expansion.expanded_attention` filters, for every query, the allowed
 key classes degree by degree from the top score degree (keep the values ≥ best − TOL·spread,
 best and spread over the classes still tied). Queries equal in every coefficient (a query
 class) see the same scores, and consecutive queries of a mask see the same keys plus at most
@@ -34,7 +34,7 @@ import math
 import numba
 import numpy as np
 
-from satsim.engine.kernels.limit_scores import class_value
+from satsim.saturation.kernels.limit_scores import class_value
 
 LEAD_STALE, PER_QUERY, COUNTED = 0, 1, 2
 """Indices into a query class's ``flags``."""

@@ -2,8 +2,9 @@
 
 A rate is a constant factor on c for the tensors whose names match a glob pattern, so a
 group with rate r follows the trajectory θ_g ↦ r·c·θ_g. This is the paper's non-uniform
-saturation (seed 001, appendix C): rates whose ratios converge reach the same limit as uniform
-scaling of the re-weighted parameters r·θ, which is how :func:`rated` and the limit use them.
+saturation (Merrill et al. 2021, appendix C): rates whose ratios converge reach the same limit as
+uniform scaling of the re-weighted parameters r·θ, which is how :func:`rated` and the limit use
+them.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from fnmatch import fnmatchcase
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.model.respec import map_named
 from satsim.model.spec import ModelSpec
-from satsim.saturation.respec import map_named
 
 Rates = Mapping[str, float]
 
@@ -54,14 +55,20 @@ def parse_rates(text: str) -> dict[str, float]:
     return rates
 
 
-def scale_spec(spec: ModelSpec, c: float, rates: Rates | None = None) -> ModelSpec:
-    """Return the model at cθ (every tensor times c and its group's rate)."""
+def scale_factors(names: list[str], c: float, rates: Rates | None = None) -> dict[str, float]:
+    """Return the factor c·rate that takes each named tensor to cθ (c and rates checked)."""
     if not (math.isfinite(c) and c > 0):
         raise SatsimError(f"scale c must be positive and finite, got {c}")
-    check_rates(list(spec.tensors()), rates)
+    check_rates(names, rates)
+    return {name: c * rate_of(name, rates) for name in names}
+
+
+def scale_spec(spec: ModelSpec, c: float, rates: Rates | None = None) -> ModelSpec:
+    """Return the model at cθ (every tensor times c and its group's rate)."""
+    factors = scale_factors(list(spec.tensors()), c, rates)
 
     def scaled(name: str, array: np.ndarray) -> np.ndarray:
-        out = array * array.dtype.type(c * rate_of(name, rates))
+        out = array * array.dtype.type(factors[name])
         if not np.all(np.isfinite(out)):
             raise SatsimError(f"{name} overflows {array.dtype} at c = {c:g}; use "
                               f"{'a smaller c' if array.dtype == np.float64 else 'float64'}")

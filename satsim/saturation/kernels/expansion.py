@@ -4,7 +4,7 @@ Queries, keys and values are power series in c in the exact limit (:mod:`satsim.
 
 Each of q, k, v arrives as its coefficients stacked from its top degree down, (K, H, T, e). For
 every query the kernel compares its keys degree by degree from the top score degree, as
-:func:`satsim.saturation.exact.limit_weights` (the NumPy meaning) does: a gap at a positive
+:func:`satsim.saturation.reference.limit_weights` (the NumPy meaning) does: a gap at a positive
 degree removes a key; the keys left share the weights exp(s_0 + s_-1/c + ...) normalised, a
 power series in 1/c; the output is that series times the values'. The saving is in the order of
 work: the top-degree score of every allowed key needs one dot product, and the lower degrees
@@ -21,18 +21,18 @@ import math
 import numba
 import numpy as np
 
-from satsim.engine.kernels.limit_scores import class_score, gap_live
-from satsim.engine.kernels.prefix_ties import (
+from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
+from satsim.saturation.kernels.limit_scores import class_score, gap_live
+from satsim.saturation.kernels.prefix_ties import (
     catch_up,
     lead_sum,
     new_state,
     reset_state,
 )
-from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 
 PREFIX_CLASSES = 4
 """Heads with at most this many query classes keep each class's tie filter as keys arrive
-(:mod:`satsim.engine.kernels.prefix_ties`); the others filter every query's keys afresh."""
+(:mod:`satsim.saturation.kernels.prefix_ties`); the others filter every query's keys afresh."""
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -156,7 +156,7 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
     equal in every coefficient share a ``query_class`` (H, T), and where the scores of every
     pair of classes fit in ``budget`` entries each pair's are computed once per head; with at
     most PREFIX_CLASSES query classes, each class's tie filter is kept as the keys arrive
-    (:mod:`satsim.engine.kernels.prefix_ties`) rather than redone per query. Scores
+    (:mod:`satsim.saturation.kernels.prefix_ties`) rather than redone per query. Scores
     have top degree ``score_top`` and are known down to ``score_floor`` (-inf: every degree),
     the lowest computed being ``score_low``. ``orders`` terms of the weights' series are kept.
 

@@ -2,7 +2,7 @@
 
 Queries and keys are power series in c, their coefficients stacked from the top degree down
 (K, H, T, e); ``gap`` counts degrees below the top score degree. Shared by the limit's kernels
-(:mod:`satsim.engine.kernels.expansion`, :mod:`satsim.engine.kernels.prefix_ties`).
+(:mod:`satsim.saturation.kernels.expansion`, :mod:`satsim.saturation.kernels.prefix_ties`).
 """
 
 from __future__ import annotations

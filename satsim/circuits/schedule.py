@@ -10,6 +10,8 @@ after every dimension it reads is written, and its outputs are ready from there 
 meet in one block with the same query, key and mask become one head with more value columns.
 Every dimension starts at 0 and is written by exactly one sublayer, so the residual sum only
 ever adds a value to a zero: the stream holds each value exactly as it was computed.
+:meth:`Circuit.blocks` is the compiler's schedule stage, :meth:`Circuit.build` its spec stage
+(:mod:`satsim.rasp.stages`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from satsim.constructions.builder import BOS, Builder, columns_read
-from satsim.constructions.parts import Head, Neuron, dim
+from satsim.circuits.builder import BOS, Builder, columns_read
+from satsim.circuits.parts import ONE, Head, Layer, Neuron, dim
 from satsim.engine.resources import check_memory
 from satsim.model.spec import ModelSpec
-from satsim.rasp.logic import ONE
 
 MODEL_COPIES = 3
 """Copies of a compiled model's float64 weights held at once: the arrays as built, the model,
@@ -121,16 +122,22 @@ class Circuit:
             self.next_check = 2 * weights
             _check_size(weights, len(self.ready), "so far")
 
-    def build(self, name: str, readout: dict[str, float], description: str = "") -> ModelSpec:
-        """The model: embedding, features, the scheduled blocks, the readout's linear form."""
+    def blocks(self) -> list[Layer]:
+        """The sublayers grouped into blocks: block b is slots 2b + 1 (heads) and 2b + 2."""
+        return [Layer(tuple(self.heads.get(2 * block + 1, [])),
+                      tuple(self.neurons.get(2 * block + 2, [])))
+                for block in sorted({(slot - 1) // 2 for slot in (*self.heads, *self.neurons)})]
+
+    def build(self, name: str, blocks: list[Layer], readout: dict[str, float],
+              description: str = "") -> ModelSpec:
+        """The model: embedding, features, the blocks, the readout's linear form."""
         dims = tuple(self.ready)
         builder = Builder(name, self.symbols, dims, dtype=np.float64, description=description,
                           homogeneous=False, score_scale=1.0)
         builder.embed(self.rows)
         builder.position_features(self.features)
-        for block in sorted({(slot - 1) // 2 for slot in (*self.heads, *self.neurons)}):
-            builder.layer(heads=self.heads.get(2 * block + 1, []),
-                          neurons=self.neurons.get(2 * block + 2, []))
+        for block in blocks:
+            builder.layer(heads=block.heads, neurons=block.neurons)
         _check_size(builder.weight_count(), len(dims), f"in {len(builder.layers):,} layers")
         return builder.build(readout={"accept": readout})
 

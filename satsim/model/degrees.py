@@ -1,7 +1,7 @@
 """The network graph of a spec, each node carrying its degree of homogeneity.
 
-Degrees follow Li and Arora's rules (seed 001, Table 1): a parameter has degree 1 and a fixed
-input degree 0; a product (a matmul, an embedding lookup, attention weights times values, q·k)
+Degrees follow Li and Arora's rules (Merrill et al. 2021, Table 1): a parameter has degree 1 and a
+fixed input degree 0; a product (a matmul, an embedding lookup, attention weights times values, q·k)
 adds its inputs' degrees; a sum keeps the highest degree and its lower-degree terms vanish
 relative to it (they are recorded as ``dropped``); LayerNorm gives 0 (1 once its affine map is
 applied); ReLU keeps the degree; softmax gives 0 and saturates when its scores have degree > 0.
@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from satsim.model.architecture import (
     Backend,
@@ -30,7 +31,7 @@ from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 
 
 def _degree(op: str, inputs: list[int]) -> int:
-    """Degree of a node from its op and its inputs' degrees (Table 1 of seed 001)."""
+    """Degree of a node from its op and its inputs' degrees (Table 1 of Merrill et al. 2021)."""
     if op == "param":
         return 1
     if op in ("const", "layernorm", "rmsnorm", "softmax"):
@@ -96,7 +97,7 @@ class _Builder(Backend[str]):
     def bias(self, name: str) -> str | None:
         return name if name in self.g and self.g.nodes[name]["op"] == "param" else None
 
-    def embedding(self) -> str:
+    def embed(self, ids: np.ndarray) -> str:
         """The token embedding plus the positional term, as the first stream."""
         spec = self.spec
 
@@ -105,15 +106,16 @@ class _Builder(Backend[str]):
 
         tokens = self.node("hook_tokens", "const")
         terms = [self.node("hook_embed", "product", (tokens, "embed.W_E"))]
-        # One position: the graph's nodes do not depend on the length (the values are unused).
-        position = position_term(spec.positional, 1, spec.d_model,
+        position = position_term(spec.positional, len(ids), spec.d_model,
                                  lambda name, n: lookup("hook_positions", name),
                                  lambda features, name: lookup("hook_position_features", name),
                                  lambda table: self.node("hook_pos_embed", "const"))
         if position is not None:
             terms.append(position)
-        return self.node(embedding_stream(spec), "sum" if len(terms) > 1 else "identity",
-                         tuple(terms))
+        stream = self.node(embedding_stream(spec), "sum" if len(terms) > 1 else "identity",
+                           tuple(terms))
+        self.g.graph["streams"].append(stream)
+        return stream
 
     def attention(self, x: str, branch: Branch) -> str:
         """Queries, keys, values, scores, pattern and output of an attention sublayer."""
@@ -166,9 +168,8 @@ class _Builder(Backend[str]):
 
     def build(self) -> nx.DiGraph:
         """The whole graph."""
-        stream = self.embedding()
-        self.g.graph["streams"].append(stream)
-        run(self.spec, self, stream)
+        # One token: the graph's nodes depend on neither the tokens nor their number.
+        run(self.spec, self, np.zeros(1, dtype=np.int64))
         return self.g
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Weights = dict
+ONE = "one"
+"""The residual dimension that is 1 at every position (thresholds are weights on it)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""The limit's Numba kernels, each beside the NumPy statement the tests hold it to."""
