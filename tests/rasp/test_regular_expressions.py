@@ -330,7 +330,6 @@ def test_the_command_line(tmp_path):
         assert result.stderr.count("\n") == 1
 
 
-@pytest.mark.slow  # a fresh process
 @pytest.mark.parametrize("options", [["--memory", "5"], ["--timeout", "1"], ["--jobs", "1"],
                                      ["--max-len", "3"]])
 def test_batch_options_without_a_batch_are_refused_not_ignored(options):

@@ -240,7 +240,6 @@ def test_the_size_of_a_bounded_dyck_monoid_is_known_before_enumerating_it(kinds,
     assert [length for _, length in calls] == sorted(length for _, length in calls)
 
 
-@pytest.mark.slow  # a fresh process
 @pytest.mark.parametrize(("name", "reason"), [
     ("dyck-4-8", "has 87,382 states"), ("dyck-4-1000", "has about 10^602 states"),
     ("dyck-1-1000", "deciding dyck-1-1000 (a monoid of 334,835,502 elements on 1,002 states, "
