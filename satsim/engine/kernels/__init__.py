@@ -9,8 +9,8 @@ import numpy as np
 
 COMPILE_SECONDS = {"fused-fast": 17, "fused": 24, "layers": 15, "tiles": 6, "classes": 17}
 """Seconds each path's kernels take to compile from an empty cache on this project's 2-core
-machine at low load (``bench/startup.py`` measures them, 2026-11-26: the CPU seconds, which a
-loaded machine stretches into more wall time)."""
+machine at low load (2026-11-26: the CPU seconds, which a loaded machine stretches into more wall
+time; ``bench/startup.py --kernels`` gives each kernel's compile CPU seconds per command)."""
 PATH_NAMES = {
     "fused-fast": "whole-model kernel for the fast attention paths",
     "fused": "whole-model kernel for every attention path",
