@@ -1,6 +1,7 @@
 """`satsim warmup`: its groups are real command lines and real kernel paths; a warm cache is a
 no-op. (Compiling for real is the generated CLI tests' warm run; no timing here.)"""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -60,3 +61,16 @@ def test_cold_groups_compile_and_report_each(monkeypatch):
     assert result.exit_code == 0, result.output
     assert sorted(group.name for group in done) == sorted(g.name for g in warmup.GROUPS[:2])
     assert "[2/2]" in result.output and "done in" in result.output
+
+
+def test_without_torch_the_report_group_is_skipped_and_said(monkeypatch):
+    done = []
+    monkeypatch.setattr(warmup, "cold_groups", lambda: list(warmup.GROUPS))
+    monkeypatch.setattr(warmup, "compile_group", lambda group: done.append(group) or 1.0)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(warmup.importlib.util, "find_spec",
+                        lambda name, *args: None if name == "torch" else real(name, *args))
+    result = CliRunner().invoke(cli, ["warmup", "--processes", "1"])
+    assert result.exit_code == 0, result.output
+    assert "skipping the report kernels: they need torch" in result.output
+    assert done == [group for group in warmup.GROUPS if not group.needs_torch]
