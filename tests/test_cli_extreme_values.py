@@ -61,6 +61,7 @@ BASE: dict[tuple[str, ...], list[str]] = {
     ("decide",): ["--lang", "first", "--json"],
     ("compile",): ["--lang", "first", "--long-len", "40", "--json"],
     ("verify",): ["--long-len", "40", "--json"],
+    ("warmup",): [],
     ("sample",): ["--lang", "dyck1", "-n", "2", "--max-len", "4", "--json"],
     ("saturation",): ["--lang", "dyck1", "-n", "2", "--max-len", "4", "--scales", "1",
                       "--no-exact", "--device", "cpu", "--json"],
@@ -288,6 +289,11 @@ def _hardened(heads: int = 2):
     return check
 
 
+def _check_all_cached(stdout: str) -> None:
+    """warmup after the warm run: nothing left to compile, at any number of processes."""
+    assert "every kernel is compiled and cached already" in stdout, stdout
+
+
 M = str(MAX_COUNT)
 VALID = {
     **{f"{name} {option}={value!r}": check for name, check in [
@@ -305,6 +311,7 @@ VALID = {
     "verify --max-len='0'": _verified(0), f"verify --max-len={M!r}": _verified(None),
     "verify --long='0'": _verified(10, 0),
     "verify --seed='0'": _verified(), f"verify --seed={M!r}": _verified(),
+    f"warmup --processes={M!r}": lambda stdout: _check_all_cached(stdout),
     "sample -n='0'": _sampled(0), "sample --min-len='0'": _sampled(),
     "sample --seed='0'": _sampled(), f"sample --seed={M!r}": _sampled(),
     "saturation --seed='0'": _field(("n_strings",), 2),
