@@ -18,7 +18,7 @@ from satsim.interop.zoo_tasks import EOS, SEP, TASKS
 CHECKPOINT_VOCAB = {"unique_copy": 154, "unique_reverse": 154, "sort": 154, "count": 154,
                     "unique_bigram_copy": 20, "majority": 30, "bin_majority": 6,
                     "bin_majority_interleave": 6, "addition": 7}
-"""vocab_size in the config.json of each task's checkpoints (lacoco-lab/decompiling_transformers)."""
+"""vocab_size in config.json of each task's checkpoints (lacoco-lab/decompiling_transformers)."""
 
 
 def _ripple_add(left: list[int], right: list[int]) -> list[int]:
