@@ -2,16 +2,17 @@
 
 For every head, each kind of docs/semantics.md §1 is tried alone (the other heads soft): first
 tolerant-hard, from the default tolerance (i.e. saturated) up through :data:`TOLERANT_WIDTHS`,
-stopping at the first width that keeps the decisions; then score-class at the widths of
-:data:`WIDTHS` whose classes per query stay bounded (at most :data:`MAX_CLASSES`, and no more on
-the last bin than on the first: read off the soft model's own queries and keys, no model run),
-widest first, stopping at the first that keeps them. A head *keeps the decisions* when, with it
-alone changed, at least :data:`AGREEMENT` of the strings of every length bin get the soft
-model's answer exactly at every scored position (the bins are run in order and a head's trial
-stops at the first bin that fails). Then a greedy search adds heads, most faithful first, each
-with its preferred kind (selector: the tolerant-hard width found; else counter: the score-class
-width found), keeping a head only if the model with every head kept so far still agrees on every
-bin. The result is the hybrid spec, every head's kind fixed (soft where none kept).
+stopping at the first width that keeps the decisions; then score-class from the narrowest width
+whose classes per query stay bounded (at most :data:`MAX_CLASSES`, and no more on the last bin
+than on the first: read off the soft model's own queries and keys, no model run, and bisected)
+up through the wider widths of :data:`WIDTHS`, stopping at the first that keeps them. A head
+*keeps the decisions* when, with it alone changed, at least :data:`AGREEMENT` of the strings of
+every length bin get the soft model's answer exactly at every scored position (the bins are run
+in order and a head's trial stops at the first bin that fails). Then a greedy search adds heads,
+most faithful first, each with its preferred kind (selector: the tolerant-hard width found;
+else counter: the score-class width found), keeping a head only if the model with every head
+kept so far still agrees on every bin. The result is the hybrid spec, every head's kind fixed
+(soft where none kept).
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ from satsim.model.spec import ModelSpec
 from satsim.reference.attention import class_count
 
 WIDTHS = (1e-3, 3e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
-"""The widths δ tried for score-class, in score units."""
+"""The range (its ends) and the grid of score-class widths δ, in score units."""
+BISECTIONS = 10
+"""Halvings (of the log-width interval) that find the narrowest score-class width with bounded
+classes."""
+CLASS_TRIES = 3
+"""How many score-class widths are tried on a head, from the narrowest bounded one up."""
 TOLERANT_WIDTHS = (None, 0.01, 0.1, 1.0)
 """The widths δ tried for tolerant-hard, in order (None: the default tolerance, saturated)."""
 AGREEMENT = 0.99
@@ -50,7 +56,7 @@ class HeadReport:
     agreement: tuple[float, ...]  # per bin, of the head's option alone (soft: 1.0)
     classes: tuple[int, ...]  # per bin, the most score classes per query (score-class only)
     tolerant_widths: tuple[float | None, ...]  # the tolerant-hard width that keeps the decisions
-    class_widths: tuple[float, ...]  # the widest score-class width that keeps them, bounded
+    class_widths: tuple[float, ...]  # the score-class width that keeps them, bounded
 
 
 @dataclass(frozen=True)
@@ -154,19 +160,35 @@ def _bounded(classes: tuple[int, ...]) -> bool:
     return max(classes) <= MAX_CLASSES and classes[-1] <= classes[0]
 
 
+def _class_widths(judge: _Judge, head: Head) -> list[float]:
+    """The score-class widths to try on ``head``, most faithful first, all with bounded classes.
+
+    The narrowest width whose classes are bounded (bisected on a log scale between the ends of
+    :data:`WIDTHS`; classes are read off the soft run, no model run), then the wider widths of
+    the grid. None if even the widest is unbounded.
+    """
+    low, high = WIDTHS[0], WIDTHS[-1]
+    if not _bounded(judge.classes(head, high)):
+        return []
+    if _bounded(judge.classes(head, low)):
+        return list(WIDTHS)
+    for _ in range(BISECTIONS):
+        middle = float(np.sqrt(low * high))
+        low, high = (low, middle) if _bounded(judge.classes(head, middle)) else (middle, high)
+    return [float(f"{high:.3g}") if _bounded(judge.classes(head, float(f"{high:.3g}"))) else high,
+            *(w for w in WIDTHS if w > high)][:CLASS_TRIES]
+
+
 def _head_options(judge: _Judge, head: Head) -> tuple[HeadReport, list[Option]]:
     """Try the kinds and widths on ``head`` alone; its report and its options, preferred first."""
     tolerant = next(((width, shares) for width in TOLERANT_WIDTHS
                      if (shares := judge.keeps({head: ("tolerant-hard", width)})) is not None),
                     None)
     counting = None
-    for width in reversed(WIDTHS):
-        classes = judge.classes(head, width)
-        if not _bounded(classes):
-            continue
+    for width in _class_widths(judge, head):
         shares = judge.keeps({head: ("score-class", width)})
         if shares is not None:
-            counting = (width, shares, classes)
+            counting = (width, shares, judge.classes(head, width))
             break
     options: list[Option] = []
     if tolerant is not None:
