@@ -17,7 +17,7 @@ from helpers import run_satsim
 import languages
 from satsim import Simulator, load_spec
 from satsim.analysis import strings as string_policy
-from satsim.analysis.harden import MAX_CLASSES, harden
+from satsim.analysis.harden import MAX_CLASSES, _Judge, harden, with_kinds
 from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.readout import next_symbol_sets
 from satsim.reference.attention import class_count
@@ -81,3 +81,16 @@ def test_the_command_writes_a_hybrid_that_loads_runs_and_shows_its_kinds(tmp_pat
                for h in shown["heads"])
     again = run_satsim("harden", str(out), "-o", str(tmp_path / "again.safetensors"))
     assert again.returncode == 2 and "already fixes attention kinds" in again.stderr
+
+
+def test_only_the_scored_positions_count_toward_agreement():
+    spec = from_hf_gpt2(ZOO / "bce_D2", check=False)
+    strings = _strings("d2", 12, 0)
+    saturated = {(0, 0): ("saturated", None)}
+    every = _Judge(spec, strings).agreement(saturated)
+    assert min(every) < 0.5  # saturated attention changes the D_2 model's answers
+    last = _Judge(spec, strings, lambda s: len(s)).agreement(saturated)
+    soft = Simulator(spec, "softmax").next_symbols
+    hard = Simulator(with_kinds(spec, saturated)).next_symbols
+    for group, share in zip(strings, last):  # the answer after the whole string alone
+        assert share == np.mean([a[-1] == b[-1] for a, b in zip(soft(group), hard(group))])
