@@ -11,7 +11,10 @@ position from ``<sep>`` on); and score, per bin, the share of strings right:
 soft (softmax), limit (lim c→∞: ``limit_signs``, or ``limit_argmax`` for a categorical model;
 undetermined counts as wrong), hard (every head saturated at the trained scores), tolerant-hard
 (every head tolerant-hard at the δ of ``TOLERANT_WIDTHS`` that agrees best with the soft model
-on the search strings) and the hybrid of ``satsim harden``, with each head's kind.
+on the search strings) and the hybrid of ``satsim harden``, with each head's kind; and per bin
+the first c of ``SWEEP`` at which the model at cθ (float64), and the first β (the attention
+scores alone times β), answers fewer than 99 % of the search strings as the model does ("-":
+none up to 10).
 """
 
 from __future__ import annotations
@@ -25,16 +28,19 @@ import numpy as np
 
 import languages
 from satsim import Simulator
-from satsim.analysis.harden import TOLERANT_WIDTHS, harden, heads_of, with_kinds
+from satsim.analysis.harden import TOLERANT_WIDTHS, first_changes, harden, heads_of, with_kinds
 from satsim.analysis.scoring import is_correct
 from satsim.analysis.strings import bin_seed, test_set
 from satsim.errors import SatsimError
 from satsim.interop import zoo_tasks
 from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.readout import next_symbol_sets
+from satsim.saturation.scaling import scale_spec
 from satsim.saturation.signs import limit_argmax, limit_signs
 
 BINS = ((0, 50), (51, 100), (101, 150))
+SWEEP = (1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
+"""The scales c (every parameter) and β (the attention scores alone) of the sweeps."""
 LANGUAGES = {"bce_D2": "d2", "bce_D3": "d3", "bce_D4": "d4", "bce_aastar": "aa-star",
              "bce_ababstar": "abab-star", "bce_aaaastar": "aaaa-star", "bce_abcde": "abcde",
              "bce_ab_d_bc": "ab-d-bc", "bce_012_0_2": "012-0-2",
@@ -144,6 +150,10 @@ def row(folder: Path, n: int) -> str:
         "tolerant-hard": _accuracy(task, scored, Simulator(tolerant).outputs),
         "hybrid": _accuracy(task, scored, Simulator(result.spec).outputs),
     }
+    wide = spec.astype(np.float64)
+    sweeps = [first_changes(spec, search, SWEEP, at, task.scored_from) for at in (
+        lambda c: Simulator(scale_spec(wide, c), "softmax"),
+        lambda beta: Simulator(spec, "softmax", beta=beta))]
     kinds = " ".join(f"{r.layer}.{r.head}:{r.kind}" + ("" if r.delta is None else f"({r.delta:g})")
                      + (f"[{'/'.join(map(str, r.classes))}]" if r.classes else "")
                      for r in result.heads)
@@ -151,8 +161,9 @@ def row(folder: Path, n: int) -> str:
     seconds = time.perf_counter() - start
     tolerant_width = "τ" if width is None else f"{width:g}"
     agreement = "/".join(f"{a:.2f}" for a in result.agreement)
+    flips = " | ".join("/".join("-" if v is None else f"{v:g}" for v in sweep) for sweep in sweeps)
     return (f"| {folder.name} | {cells} | {agreement} | {tolerant_width} | {result.hardened}/"
-            f"{len(result.heads)} | {kinds} | {seconds:.0f} s |")
+            f"{len(result.heads)} | {kinds} | {flips} | {seconds:.0f} s |")
 
 
 def main() -> None:
@@ -163,8 +174,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=(), help="folders whose name has one of these")
     args = parser.parse_args()
     print("| model | soft | limit | hard | tolerant-hard | hybrid | hybrid agreement (search) | "
-          "tolerant δ | hardened | head kinds [classes per bin] | time |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "tolerant δ | hardened | head kinds [classes per bin] | c first change | "
+          "β first change | time |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     start = time.perf_counter()
     for folder in sorted(p for p in args.zoo.iterdir() if p.is_dir()
                          if not args.only or any(word in p.name for word in args.only)):

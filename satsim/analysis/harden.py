@@ -101,13 +101,9 @@ class _Judge:
         self.strings = [list(group) for group in strings]
         self.starts = [[scored_from(s) if scored_from else 0 for s in group]
                        for group in self.strings]
-        self.soft = [self.answers(spec, group) for group in self.strings]
+        soft = Simulator(spec, "softmax")
+        self.soft = [soft.outputs(group) if group else [] for group in self.strings]
         self.soft_traces: list[list] | None = None
-
-    @staticmethod
-    def answers(spec: ModelSpec, group: list[str]) -> list:
-        """The decoded answers of ``spec`` (soft heads: softmax) on ``group``."""
-        return Simulator(spec, "softmax").outputs(group) if group else []
 
     def agreement(self, options: dict[Head, Option],
                   stop_below: float | None = None) -> tuple[float, ...]:
@@ -116,17 +112,23 @@ class _Judge:
         With ``stop_below``, the bins after the first whose share is below it are not run
         (their shares are NaN): the options already fail.
         """
-        variant = with_kinds(self.spec, options)
-        shares = []
-        for index, (group, soft) in enumerate(zip(self.strings, self.soft)):
+        simulator = Simulator(with_kinds(self.spec, options), "softmax")
+        shares: list[float] = []
+        for index in range(len(self.strings)):
             if shares and stop_below is not None and shares[-1] < stop_below:
                 shares.append(float("nan"))
                 continue
-            got = self.answers(variant, group)
-            same = [a[start:] == b[start:] if start else a == b
-                    for a, b, start in zip(got, soft, self.starts[index])]
-            shares.append(float(np.mean(same)) if group else 1.0)
+            shares.append(self.share(simulator, index))
         return tuple(shares)
+
+    def share(self, simulator: Simulator, index: int) -> float:
+        """The share of bin ``index``'s strings that ``simulator`` answers as the soft model."""
+        group = self.strings[index]
+        if not group:
+            return 1.0
+        same = [a[start:] == b[start:] if start else a == b for a, b, start in
+                zip(simulator.outputs(group), self.soft[index], self.starts[index])]
+        return float(np.mean(same))
 
     def keeps(self, options: dict[Head, Option]) -> tuple[float, ...] | None:
         """The shares per bin when every bin keeps :data:`AGREEMENT` of the answers, else None."""
@@ -208,6 +210,29 @@ def _head_options(judge: _Judge, head: Head) -> tuple[HeadReport, list[Option]]:
                           counting[2], (), class_widths), options
     return HeadReport(layer, h, "soft", None, "soft", (1.0,) * len(judge.strings), (), (),
                       ()), options
+
+
+def first_changes(spec: ModelSpec, strings: Sequence[Sequence[str]], grid: Sequence[float],
+                  simulator_at: Callable[[float], Simulator],
+                  scored_from: Callable[[object], int] | None = None
+                  ) -> tuple[float | None, ...]:
+    """Per bin, the first value of ``grid`` at which the decisions change.
+
+    That is where ``simulator_at(value)`` answers fewer than :data:`AGREEMENT` of the bin's
+    strings as the soft model does (at the scored positions); None where no value of the grid
+    changes them. The grid is run in order and each bin stops at its first change.
+    """
+    judge = _Judge(spec, strings, scored_from)
+    first: list[float | None] = [None] * len(judge.strings)
+    for value in grid:
+        open_bins = [i for i, found in enumerate(first) if found is None]
+        if not open_bins:
+            break
+        simulator = simulator_at(value)
+        for index in open_bins:
+            if judge.share(simulator, index) < AGREEMENT:
+                first[index] = value
+    return tuple(first)
 
 
 def harden(spec: ModelSpec, strings: Sequence[Sequence[str]],
