@@ -17,7 +17,7 @@ from helpers import run_satsim
 import languages
 from satsim import Simulator, load_spec
 from satsim.analysis import strings as string_policy
-from satsim.analysis.harden import MAX_CLASSES, _Judge, harden, with_kinds
+from satsim.analysis.harden import MAX_CLASSES, _Judge, first_changes, harden, with_kinds
 from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.readout import next_symbol_sets
 from satsim.reference.attention import class_count
@@ -94,3 +94,17 @@ def test_only_the_scored_positions_count_toward_agreement():
     hard = Simulator(with_kinds(spec, saturated)).next_symbols
     for group, share in zip(strings, last):  # the answer after the whole string alone
         assert share == np.mean([a[-1] == b[-1] for a, b in zip(soft(group), hard(group))])
+
+
+def test_first_changes_finds_the_first_grid_value_that_changes_a_bin():
+    spec = from_hf_gpt2(ZOO / "bce_D2", check=False)
+    strings = _strings("d2", 12, 0)
+    same = first_changes(spec, strings, (1.5, 2.0), lambda _: Simulator(spec, "softmax"))
+    assert same == (None, None)
+    tried = []
+
+    def saturated_from_two(value):
+        tried.append(value)
+        return Simulator(spec, "saturated" if value >= 2 else "softmax")
+    assert first_changes(spec, strings, (1.5, 2.0, 3.0), saturated_from_two) == (2.0, 2.0)
+    assert tried == [1.5, 2.0]  # every bin changed at 2: the grid stops there
