@@ -108,3 +108,23 @@ def test_first_changes_finds_the_first_grid_value_that_changes_a_bin():
         return Simulator(spec, "saturated" if value >= 2 else "softmax")
     assert first_changes(spec, strings, (1.5, 2.0, 3.0), saturated_from_two) == (2.0, 2.0)
     assert tried == [1.5, 2.0]  # every bin changed at 2: the grid stops there
+
+
+def test_the_command_hardens_a_zoo_algorithmic_checkpoint_on_its_own_task(tmp_path):
+    # The D_2 weights under a bin_majority name, read as an ordinary LM head: the same vocabulary
+    # size (two symbols and four specials), so the checkpoint imports as that task's model.
+    folder = tmp_path / "bin_majority-@1l1h16d3lr01drop"
+    folder.mkdir()
+    config = json.loads((ZOO / "bce_D2" / "config.json").read_text())
+    config["architectures"] = ["GPT2LMHeadModel"]
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "model.safetensors").write_bytes((ZOO / "bce_D2" / "model.safetensors").read_bytes())
+    result = run_satsim("harden", str(folder), "-o", str(tmp_path / "h.safetensors"), "-n", "6",
+                        "--bins", "1-10,11-20", "--json")
+    assert result.returncode == 0, result.stderr
+    table = json.loads(result.stdout)
+    assert table["strings"] == "zoo task bin_majority, scored from <sep>"
+    assert min(table["agreement"]) >= 0.99
+    refused = run_satsim("harden", str(folder), "-o", str(tmp_path / "g.safetensors"),
+                         "--bins", "0-0")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: task bin_majority")
