@@ -28,12 +28,20 @@ import numpy as np
 
 import languages
 from satsim import Simulator
-from satsim.analysis.harden import TOLERANT_WIDTHS, first_changes, harden, heads_of, with_kinds
+from satsim.analysis.harden import (
+    TOLERANT_WIDTHS,
+    agreement_with_soft,
+    first_changes,
+    harden,
+    heads_of,
+    with_kinds,
+)
 from satsim.analysis.scoring import is_correct
 from satsim.analysis.strings import bin_seed, test_set
 from satsim.errors import SatsimError
 from satsim.interop import zoo_tasks
 from satsim.interop.hf_gpt2 import from_hf_gpt2
+from satsim.model.io import save_spec
 from satsim.model.readout import next_symbol_sets
 from satsim.saturation.scaling import scale_spec
 from satsim.saturation.signs import limit_argmax, limit_signs
@@ -124,7 +132,7 @@ def _tolerant_everywhere(spec, search, task):
     return best
 
 
-def row(folder: Path, n: int) -> str:
+def row(folder: Path, n: int, save: Path | None = None) -> str:
     """One model's line of the table (or the reason it has none)."""
     name = folder.name.split("-")[0]
     try:
@@ -139,9 +147,11 @@ def row(folder: Path, n: int) -> str:
     else:
         return (f"| {folder.name} | imported ({spec.output.task}); not scored: satsim has no "
                 f"generator and oracle for task {name!r} |")
-    search, scored = task.groups(n, 0), task.groups(n, 1)
     start = time.perf_counter()
+    search, scored = task.groups(n, 0), task.groups(n, 1)
     result = harden(spec, search, BINS, task.scored_from)
+    if save is not None:
+        save_spec(result.spec, save / f"{folder.name}.safetensors")
     tolerant, width = _tolerant_everywhere(spec, search, task)
     columns = {
         "soft": _accuracy(task, scored, Simulator(spec, "softmax").outputs),
@@ -160,7 +170,10 @@ def row(folder: Path, n: int) -> str:
     cells = " | ".join("/".join(f"{a:.2f}" for a in accuracy) for accuracy in columns.values())
     seconds = time.perf_counter() - start
     tolerant_width = "τ" if width is None else f"{width:g}"
-    agreement = "/".join(f"{a:.2f}" for a in result.agreement)
+    held_out = agreement_with_soft(spec, scored, Simulator(result.spec, "softmax"),
+                                   task.scored_from)
+    agreement = " · ".join("/".join(f"{a:.2f}" for a in shares)
+                           for shares in (result.agreement, held_out))
     flips = " | ".join("/".join("-" if v is None else f"{v:g}" for v in sweep) for sweep in sweeps)
     return (f"| {folder.name} | {cells} | {agreement} | {tolerant_width} | {result.hardened}/"
             f"{len(result.heads)} | {kinds} | {flips} | {seconds:.0f} s |")
@@ -171,16 +184,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("zoo", type=Path)
     parser.add_argument("-n", type=int, default=40, help="strings per bin")
-    parser.add_argument("--only", nargs="*", default=(), help="folders whose name has one of these")
+    parser.add_argument("--only", nargs="*", default=(), help="folders whose names have one")
+    parser.add_argument("--save", type=Path, default=None, help="write each hybrid here")
     args = parser.parse_args()
-    print("| model | soft | limit | hard | tolerant-hard | hybrid | hybrid agreement (search) | "
-          "tolerant δ | hardened | head kinds [classes per bin] | c first change | "
+    print("| model | soft | limit | hard | tolerant-hard | hybrid | hybrid = soft (search · held "
+          "out) | tolerant δ | hardened | head kinds [classes per bin] | c first change | "
           "β first change | time |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     start = time.perf_counter()
     for folder in sorted(p for p in args.zoo.iterdir() if p.is_dir()
                          if not args.only or any(word in p.name for word in args.only)):
-        print(row(folder, args.n), flush=True)
+        print(row(folder, args.n, args.save), flush=True)
     print(f"\nwhole run: {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
 

@@ -212,6 +212,14 @@ def _head_options(judge: _Judge, head: Head) -> tuple[HeadReport, list[Option]]:
                       ()), options
 
 
+def agreement_with_soft(spec: ModelSpec, strings: Sequence[Sequence[str]],
+                        simulator: Simulator,
+                        scored_from: Callable[[object], int] | None = None) -> tuple[float, ...]:
+    """Per bin, the share of strings ``simulator`` answers as ``spec``'s soft model does."""
+    judge = _Judge(spec, strings, scored_from)
+    return tuple(judge.share(simulator, index) for index in range(len(judge.strings)))
+
+
 def first_changes(spec: ModelSpec, strings: Sequence[Sequence[str]], grid: Sequence[float],
                   simulator_at: Callable[[float], Simulator],
                   scored_from: Callable[[object], int] | None = None
