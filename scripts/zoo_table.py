@@ -30,6 +30,7 @@ import languages
 from satsim import Simulator
 from satsim.analysis.harden import (
     TOLERANT_WIDTHS,
+    WIDTHS,
     agreement_with_soft,
     first_changes,
     harden,
@@ -132,7 +133,7 @@ def _tolerant_everywhere(spec, search, task):
     return best
 
 
-def row(folder: Path, n: int, save: Path | None = None) -> str:
+def row(folder: Path, n: int, save: Path | None = None, widths=WIDTHS) -> str:
     """One model's line of the table (or the reason it has none)."""
     name = folder.name.split("-")[0]
     try:
@@ -149,7 +150,7 @@ def row(folder: Path, n: int, save: Path | None = None) -> str:
                 f"generator and oracle for task {name!r} |")
     start = time.perf_counter()
     search, scored = task.groups(n, 0), task.groups(n, 1)
-    result = harden(spec, search, BINS, task.scored_from)
+    result = harden(spec, search, BINS, task.scored_from, widths)
     if save is not None:
         save_spec(result.spec, save / f"{folder.name}.safetensors")
     tolerant, width = _tolerant_everywhere(spec, search, task)
@@ -186,6 +187,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=40, help="strings per bin")
     parser.add_argument("--only", nargs="*", default=(), help="folders whose names have one")
     parser.add_argument("--save", type=Path, default=None, help="write each hybrid here")
+    parser.add_argument("--widths", type=lambda text: tuple(map(float, text.split(","))),
+                        default=WIDTHS, help="score-class widths, ascending, comma-separated")
     args = parser.parse_args()
     print("| model | soft | limit | hard | tolerant-hard | hybrid | hybrid = soft (search · held "
           "out) | tolerant δ | hardened | head kinds [classes per bin] | c first change | "
@@ -194,7 +197,7 @@ def main() -> None:
     start = time.perf_counter()
     for folder in sorted(p for p in args.zoo.iterdir() if p.is_dir()
                          if not args.only or any(word in p.name for word in args.only)):
-        print(row(folder, args.n, args.save), flush=True)
+        print(row(folder, args.n, args.save, args.widths), flush=True)
     print(f"\nwhole run: {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
 

@@ -162,32 +162,33 @@ def _bounded(classes: tuple[int, ...]) -> bool:
     return max(classes) <= MAX_CLASSES and classes[-1] <= classes[0]
 
 
-def _class_widths(judge: _Judge, head: Head) -> list[float]:
+def _class_widths(judge: _Judge, head: Head, widths: Sequence[float]) -> list[float]:
     """The score-class widths to try on ``head``, most faithful first, all with bounded classes.
 
     The narrowest width whose classes are bounded (bisected on a log scale between the ends of
-    :data:`WIDTHS`; classes are read off the soft run, no model run), then the wider widths of
+    ``widths``; classes are read off the soft run, no model run), then the wider widths of
     the grid. None if even the widest is unbounded.
     """
-    low, high = WIDTHS[0], WIDTHS[-1]
+    low, high = widths[0], widths[-1]
     if not _bounded(judge.classes(head, high)):
         return []
     if _bounded(judge.classes(head, low)):
-        return list(WIDTHS)
+        return list(widths)
     for _ in range(BISECTIONS):
         middle = float(np.sqrt(low * high))
         low, high = (low, middle) if _bounded(judge.classes(head, middle)) else (middle, high)
     return [float(f"{high:.3g}") if _bounded(judge.classes(head, float(f"{high:.3g}"))) else high,
-            *(w for w in WIDTHS if w > high)][:CLASS_TRIES]
+            *(w for w in widths if w > high)][:CLASS_TRIES]
 
 
-def _head_options(judge: _Judge, head: Head) -> tuple[HeadReport, list[Option]]:
+def _head_options(judge: _Judge, head: Head, widths: Sequence[float]
+                  ) -> tuple[HeadReport, list[Option]]:
     """Try the kinds and widths on ``head`` alone; its report and its options, preferred first."""
     tolerant = next(((width, shares) for width in TOLERANT_WIDTHS
                      if (shares := judge.keeps({head: ("tolerant-hard", width)})) is not None),
                     None)
     counting = None
-    for width in _class_widths(judge, head):
+    for width in _class_widths(judge, head, widths):
         shares = judge.keeps({head: ("score-class", width)})
         if shares is not None:
             counting = (width, shares, judge.classes(head, width))
@@ -245,15 +246,17 @@ def first_changes(spec: ModelSpec, strings: Sequence[Sequence[str]], grid: Seque
 
 def harden(spec: ModelSpec, strings: Sequence[Sequence[str]],
            bins: Sequence[tuple[int, int]],
-           scored_from: Callable[[object], int] | None = None) -> Hardening:
+           scored_from: Callable[[object], int] | None = None,
+           widths: Sequence[float] = WIDTHS) -> Hardening:
     """Harden ``spec`` against its own soft answers on ``strings`` (one list per length bin).
 
-    ``scored_from`` gives, per string, the first position whose answer counts (default: all).
+    ``scored_from`` gives, per string, the first position whose answer counts (default: all);
+    ``widths`` is the grid of score-class widths (ascending; its ends bound the bisection).
     """
     judge = _Judge(spec, strings, scored_from)
     reports, options = {}, {}
     for head in heads_of(spec):
-        reports[head], options[head] = _head_options(judge, head)
+        reports[head], options[head] = _head_options(judge, head, widths)
     kept: dict[Head, Option] = {}
     order = sorted(options, key=lambda head: -min(reports[head].agreement))
     for head in order:
