@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from satsim.saturation.scaling import scale_spec
 
 import languages
 from satsim import Simulator
@@ -45,6 +44,7 @@ from satsim.interop import zoo_tasks
 from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.io import save_spec
 from satsim.model.readout import next_symbol_sets
+from satsim.model.scaling import scale_spec
 from satsim.saturation.signs import limit_argmax, limit_signs
 
 BINS = ((0, 50), (51, 100), (101, 150))
