@@ -31,6 +31,9 @@ from satsim.model.io import load_spec
 from satsim.saturation import exact_limit
 from satsim.soft import SoftTransformer
 from satsim.training.checkpoint import spec_path
+from satsim.training.config import TrainConfig
+from satsim.training.data import run_data
+from satsim.training.report import flat_parameters
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TINY = {"steps": 40, "train_size": 60, "eval_size": 10, "layers": 1, "d_model": 8, "heads": 1,
@@ -93,6 +96,47 @@ def test_every_model_is_scored_per_bin_on_the_checkpoint_validation_picked(refer
                 right = (~np.isnan(signs)) & ((signs > 0) == labels)
                 assert cell["limit"] == np.mean(right)
                 assert cell["undetermined"] == int(np.isnan(signs).sum())
+
+
+def test_no_two_models_share_an_initialisation_or_a_batch_order(reference):
+    out, rows = reference
+    models = rows["model"]
+    seeds = [m["seed"] for m in models]
+    assert seeds == [flare.trial_seed(0, m["language"], m["trial"]) for m in models]
+    assert len(set(seeds)) == len(models)  # two trials of a language, one trial of two languages
+    starts, orders = [], []
+    for model in models:
+        run = out / "runs" / model["name"]
+        config = TrainConfig.load(run / "config.json")
+        assert config.seed == model["seed"]
+        spec = load_spec(str(spec_path(run, 0)))
+        starts.append(flat_parameters(spec))
+        data = run_data(config, spec)
+        orders.append([tuple(data.batch_rows(config.seed, t, config.batch_size))
+                       for t in range(config.steps)])
+    for i in range(len(models)):
+        for j in range(i):
+            assert not np.allclose(starts[i], starts[j]), (models[i]["name"], models[j]["name"])
+            assert orders[i] != orders[j], (models[i]["name"], models[j]["name"])
+            assert all(a != b for a, b in zip(orders[i], orders[j]))  # not one batch shared
+
+
+def test_trial_seeds_are_the_same_in_every_process_and_distinct_at_the_paper_scale():
+    code = ("from satsim.benchmarks import flare; "
+            "print([c['settings']['seed'] for c in flare.plan(flare.PAPER, list(flare.FLARE), "
+            "10)])")
+    seen = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, check=True)
+        seen.add(done.stdout)
+    (printed,) = seen
+    seeds = json.loads(printed)
+    assert len(seeds) == 180 == len(set(seeds))
+    other = [c["settings"]["seed"] for c in flare.plan(flare.PAPER, list(flare.FLARE), 10,
+                                                       seed=1)]
+    assert not set(seeds) & set(other)  # another base seed: other seeds throughout
 
 
 def test_trials_are_aggregated_as_flare_reports_them(reference):

@@ -22,6 +22,7 @@ scale follows FLaRe and where it departs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from languages.flare import FLARE
+from satsim.benchmarks.flare_data import check_data_root
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 from satsim.training.config import DEFAULTS, TrainConfig
@@ -130,10 +132,24 @@ def check_overrides(overrides: dict) -> None:
                               "--trials")
 
 
-def evaluation_settings(n: int, seed: int = 0) -> dict:
-    """What every model of a benchmark is scored on (the same for all of them)."""
-    return {"bins": [list(b) for b in BINS], "n": n, "seed": seed, "scales": list(SCALES),
-            "select": SELECT, "dtype": "float64"}
+def evaluation_settings(n: int, seed: int = 0, flare_test: bool = False) -> dict:
+    """What every model of a benchmark is scored on (the same for all of them).
+
+    With ``flare_test``, every model is scored on its data folder's test split too.
+    """
+    out = {"bins": [list(b) for b in BINS], "n": n, "seed": seed, "scales": list(SCALES),
+           "select": SELECT, "dtype": "float64"}
+    return {**out, "flare_test": True} if flare_test else out
+
+
+def trial_seed(base: int, language: str, trial: int) -> int:
+    """The seed of one (language, trial): its initialisation, batch order and sampled data.
+
+    The first 31 bits of SHA-256 of the base seed, the language and the trial: the same in every
+    process and Python version (unlike ``hash``), and unrelated between languages and trials.
+    """
+    digest = hashlib.sha256(f"satsim-flare/{base}/{language}/{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
 
 
 def check_plan_memory(languages: int, trials: int, n: int) -> None:
@@ -148,29 +164,35 @@ def check_plan_memory(languages: int, trials: int, n: int) -> None:
 
 
 def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | None = None,
-         n: int | None = None) -> list[dict]:
+         n: int | None = None, data: str | Path | None = None, seed: int = 0) -> list[dict]:
     """The planned runs, language by language and trial by trial, each a sweep entry.
 
-    Each entry holds ``name`` (``LANGUAGE-tT``), ``settings`` (a full training config),
-    ``model`` (FLaRe's language and the trial) and ``evaluation``.
+    Each entry holds ``name`` (``LANGUAGE-tT``), ``settings`` (a full training config, its seed
+    :func:`trial_seed` of ``seed``), ``model`` (FLaRe's language, the trial and the seed) and
+    ``evaluation``. With ``data`` (a folder of FLaRe's language folders), each model trains on
+    its language's folder, selects on its validation-long split and is scored on its test split
+    as well as on satsim's bins.
     """
     overrides = dict(overrides or {})
     check_overrides(overrides)
     if trials < 1:
         raise SatsimError(f"need at least one trial, got {trials}")
-    evaluation = evaluation_settings(scale.n if n is None else n)
+    root = None if data is None else check_data_root(data, list(languages))
+    evaluation = evaluation_settings(scale.n if n is None else n, flare_test=root is not None)
     if evaluation["n"] < 1:
         raise SatsimError(f"need at least one test string per bin, got -n {evaluation['n']}")
     check_plan_memory(len(languages), trials, evaluation["n"])
     configs = []
     for language in languages:
         for trial in range(1, trials + 1):
+            own = trial_seed(seed, language, trial)
             settings = {**DEFAULTS, **scale.training,
                         **(sampled_settings(language, trial) if scale.sampled else {}),
-                        **overrides, "lang": FLARE[language].language, "seed": trial}
+                        **overrides, "lang": FLARE[language].language, "seed": own,
+                        "data": "" if root is None else str(root / language)}
             config = TrainConfig.from_dict(settings)  # refuses a table shorter than the split
             configs.append({"name": f"{language}-t{trial}", "settings": config.to_dict(),
-                            "model": {"language": language, "trial": trial},
+                            "model": {"language": language, "trial": trial, "seed": own},
                             "evaluation": evaluation})
     return configs
 
@@ -205,7 +227,8 @@ def run_model(planned: dict, root: str, threads: int = 1, trained: dict | None =
         return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
     settings = {key: trained[key] for key in DEFAULTS}
     return {"name": planned["name"], **planned["model"], **settings,
-            **{key: held[key] for key in ("selected_step", "held_out", "bins", "norm_growth")},
+            **{key: held[key] for key in ("selected_step", "held_out", "bins", "norm_growth",
+                                          "flare_test") if key in held},
             "seconds": {"train": trained["elapsed"], "evaluate": held["seconds"]}}
 
 
@@ -264,7 +287,11 @@ def evaluate_run(run: Path, evaluation: dict) -> dict:
     language = languages.get(config.lang)
     bins = score_bins(spec, language, evaluation, config.device)
     growth = {**norm_growth(run), "selected": _norm(spec)}
-    return {"selected_step": step, "held_out": held_out, "bins": bins, "norm_growth": growth}
+    out = {"selected_step": step, "held_out": held_out, "bins": bins, "norm_growth": growth}
+    if evaluation.get("flare_test"):
+        out["flare_test"] = score_flare_test(spec, language, config.data, evaluation,
+                                             config.device)
+    return out
 
 
 def _norm(spec) -> float:
@@ -283,34 +310,90 @@ def columns(evaluation: dict) -> list[str]:
     return ["soft", *(scale_column(c) for c in evaluation["scales"]), "limit"]
 
 
-def score_bins(spec, language, evaluation: dict, device: str = "cpu") -> list[dict]:
-    """Per bin: accuracy of the soft model, its scaled twins and its exact saturated limit.
-
-    Every column sees the bin's one test set (half positives, half hard negatives, from
-    :func:`satsim.analysis.strings.test_set` with the bin's seed).
-    """
-    from satsim.analysis.scoring import count_correct
-    from satsim.analysis.strings import bin_seed, test_set
-    from satsim.saturation import LimitPredictor
+def _soft_predictors(spec, evaluation: dict, device: str) -> dict[str, Callable]:
+    """The soft model and its scaled twins, each a function strings → answers."""
     from satsim.training.evaluate import soft_predictor
 
     dtype = evaluation["dtype"]
     soft = {"soft": soft_predictor(spec, device, dtype)}
     soft.update({scale_column(c): soft_predictor(spec, device, dtype, scale=c)
                  for c in evaluation["scales"]})
+    return soft
+
+
+def right_answers(language, strings: Sequence[str], labels: np.ndarray,
+                  answers: list) -> np.ndarray:
+    """Per string, whether its answer matches its label (an undetermined answer never does)."""
+    from satsim.analysis.scoring import is_correct
+
+    return np.array([is_correct(language, s, y, a) for s, y, a in zip(strings, labels, answers)],
+                    dtype=bool)
+
+
+def score_strings(spec, soft: dict[str, Callable], language, strings: list[str],
+                  labels: np.ndarray) -> tuple[dict, dict[str, list]]:
+    """One test set scored by every column: its cell (accuracies, counts) and the answers."""
+    from satsim.saturation import LimitPredictor
+
+    limit = LimitPredictor(spec)
+    predictors: dict[str, Callable[[list[str]], list]] = {**soft, "limit": limit}
+    answers = {name: predict(strings) if strings else [] for name, predict in predictors.items()}
+    cell = {"n": len(strings), "positives": int(labels.sum()), "negatives": int((~labels).sum())}
+    for name, given in answers.items():
+        right = right_answers(language, strings, labels, given)
+        cell[name] = float(right.mean()) if strings else None
+    cell["undetermined"], cell["exact"] = limit.undetermined, limit.exact
+    return cell, answers
+
+
+def score_bins(spec, language, evaluation: dict, device: str = "cpu") -> list[dict]:
+    """Per bin: accuracy of the soft model, its scaled twins and its exact saturated limit.
+
+    Every column sees the bin's one test set (half positives, half hard negatives, from
+    :func:`satsim.analysis.strings.test_set` with the bin's seed).
+    """
+    from satsim.analysis.strings import bin_seed, test_set
+
+    soft = _soft_predictors(spec, evaluation, device)
     out = []
     for index, (low, high) in enumerate(evaluation["bins"]):
         strings, labels = test_set(language, evaluation["n"], low, high,
                                    bin_seed(evaluation["seed"], index))
-        cell = {"min_len": low, "max_len": high, "n": len(strings),
-                "positives": int(labels.sum()), "negatives": int((~labels).sum())}
-        limit = LimitPredictor(spec)
-        predictors: dict[str, Callable[[list[str]], list]] = {**soft, "limit": limit}
-        for name, predict in predictors.items():
-            right = count_correct(language, strings, labels, predict(strings)) if strings else 0
-            cell[name] = right / len(strings) if strings else None
-        cell["undetermined"], cell["exact"] = limit.undetermined, limit.exact
-        out.append(cell)
+        cell, _ = score_strings(spec, soft, language, strings, labels)
+        out.append({"min_len": low, "max_len": high, **cell})
+    return out
+
+
+def score_flare_test(spec, language, folder: str, evaluation: dict,
+                     device: str = "cpu") -> dict:
+    """FLaRe's whole test split scored as FLaRe reports it (its labels), and per length bin.
+
+    ``relabelled`` counts the strings whose FLaRe label is not the oracle's; where there are
+    any, ``oracle`` holds every column's accuracy against the oracle's labels.
+    """
+    from languages.flare import label_disagreements
+    from satsim.benchmarks.flare_data import TEST, read_test_split
+
+    split = read_test_split(folder, language)
+    labels = np.array(split.labels, dtype=bool)
+    soft = _soft_predictors(spec, evaluation, device)
+    cell, answers = score_strings(spec, soft, language, split.strings, labels)
+    wrong = label_disagreements(language, split)
+    out = {"split": TEST, "labels": "flare", **cell, "relabelled": len(wrong)}
+    if wrong:
+        exact = labels.copy()
+        exact[wrong] = ~exact[wrong]
+        out["oracle"] = {name: float(right_answers(language, split.strings, exact, given).mean())
+                         for name, given in answers.items()}
+    lengths = np.array([len(s) for s in split.strings])
+    rights = {name: right_answers(language, split.strings, labels, given)
+              for name, given in answers.items()}
+    out["bins"] = []
+    for low, high in evaluation["bins"]:
+        inside = (lengths >= low) & (lengths <= high)
+        out["bins"].append({"min_len": low, "max_len": high, "n": int(inside.sum()),
+                            **{name: float(right[inside].mean()) if inside.any() else None
+                               for name, right in rights.items()}})
     return out
 
 
@@ -346,6 +429,8 @@ def aggregate(rows: Sequence[dict], languages: Sequence[str], evaluation: dict) 
                 entry[column] = stats([c[column] for c in cells if c[column] is not None])
             bins.append(entry)
         norms = [row["norm_growth"] for row in done]
+        flare_test = (flare_test_stats([row["flare_test"] for row in done], evaluation)
+                      if evaluation.get("flare_test") else None)
         out.append({
             "language": language, "satsim_language": FLARE[language].language,
             "trials": len(done), "failed": len(mine) - len(done), "bins": bins,
@@ -354,7 +439,20 @@ def aggregate(rows: Sequence[dict], languages: Sequence[str], evaluation: dict) 
                      "growth_rate": stats([n["growth_rate"] for n in norms
                                            if n["growth_rate"] is not None]),
                      "best": dict(sorted(Counter(n["best"] for n in norms if n["best"])
-                                         .items()))}})
+                                         .items()))},
+            **({"flare_test": flare_test} if flare_test else {})})
+    return out
+
+
+def flare_test_stats(cells: Sequence[dict], evaluation: dict) -> dict:
+    """FLaRe's test split over a language's trials: every column's mean, std and max."""
+    out = {"strings": sum(c["n"] for c in cells),
+           "relabelled": cells[0]["relabelled"] if cells else 0,
+           "undetermined": sum(c["undetermined"] for c in cells)}
+    for column in columns(evaluation):
+        out[column] = stats([c[column] for c in cells if c[column] is not None])
+        if out["relabelled"]:
+            out.setdefault("oracle", {})[column] = stats([c["oracle"][column] for c in cells])
     return out
 
 
@@ -400,10 +498,15 @@ class BenchmarkResult:
 
 
 def manifest_for(scale: Scale, languages: Sequence[str], configs: list[dict],
-                 overrides: dict) -> dict:
-    """What a benchmark folder holds: the protocol's name, scale, languages, trials, options."""
+                 overrides: dict, seed: int = 0) -> dict:
+    """What a benchmark folder holds: the protocol's name, scale, languages, trials, options.
+
+    ``data`` is the FLaRe data folder the models train on (None: satsim's samplers).
+    """
+    data = configs[0]["settings"]["data"]
     return {"benchmark": "flare", "scale": scale.name, "languages": list(languages),
-            "trials": max(c["model"]["trial"] for c in configs), "overrides": dict(overrides),
+            "trials": max(c["model"]["trial"] for c in configs), "seed": seed,
+            "data": str(Path(data).parent) if data else None, "overrides": dict(overrides),
             "evaluation": configs[0]["evaluation"]}
 
 

@@ -32,6 +32,10 @@ def model_line(row: dict, evaluation: dict) -> str:
         values = "/".join(_accuracy(cell[c]) for c in columns(evaluation))
         undetermined = f" ({cell['undetermined']} undet.)" if cell["undetermined"] else ""
         cells.append(f"{bin_label(cell['min_len'], cell['max_len'])} {values}{undetermined}")
+    test = row.get("flare_test")
+    if test:
+        values = "/".join(_accuracy(test[c]) for c in columns(evaluation))
+        cells.append(f"FLaRe test {values}")
     norm = row["norm_growth"]
     return (f"{row['name']:<32} " + " · ".join(cells)
             + f" · ‖θ‖ {norm['start']:.1f}→{norm['end']:.1f} ({norm['best'] or '–'})"
@@ -67,6 +71,21 @@ def bin_tables(languages: Sequence[dict], constructions: Sequence[dict], evaluat
         title = f"length {bin_label(low, high)}"
         out.append(_render(title, head, rows, markdown))
     return "\n\n".join(out)
+
+
+def flare_test_table(languages: Sequence[dict], evaluation: dict, markdown: bool = False) -> str:
+    """FLaRe's test split (0–500), one accuracy per column as FLaRe reports it."""
+    names = columns(evaluation)
+    head = ["language", *(heading(c) for c in names), "undetermined", "relabelled"]
+    rows = []
+    for entry in languages:
+        test = entry["flare_test"]
+        rows.append([entry["language"], *(_stat(test[c]) for c in names),
+                     f"{test['undetermined']}/{test['strings']}",
+                     f"{test['relabelled']} (oracle labels: "
+                     f"{_stat(test['oracle']['soft'])} soft, {_stat(test['oracle']['limit'])} "
+                     "limit)" if test["relabelled"] else "0"])
+    return _render("FLaRe's test split (0–500, FLaRe's labels)", head, rows, markdown)
 
 
 def norm_table(languages: Sequence[dict], markdown: bool = False) -> str:
@@ -114,8 +133,14 @@ def summary(manifest: dict, languages: Sequence[dict], constructions: Sequence[d
              "trials. soft: the trained model (float64); c = 10, c = 100: its twin at cθ; "
              "limit: its exact saturated limit (limit_signs), undetermined strings counted "
              "wrong; construction: satsim's hand-built model, saturated.")
-    parts = [intro, bin_tables(languages, constructions, evaluation, markdown),
-             norm_table(languages, markdown)]
+    if manifest.get("data"):
+        intro += (f" Trained on FLaRe's data ({manifest['data']}); the bins are satsim's "
+                  "test sets, FLaRe's test split is scored against FLaRe's labels (relabelled: "
+                  "strings whose FLaRe label is not the oracle's).")
+    parts = [intro, bin_tables(languages, constructions, evaluation, markdown)]
+    if evaluation.get("flare_test"):
+        parts.append(flare_test_table(languages, evaluation, markdown))
+    parts.append(norm_table(languages, markdown))
     if any(not row["language"] for row in constructions):
         parts.append(construction_table(constructions, evaluation, markdown))
     return "\n\n".join(parts)
