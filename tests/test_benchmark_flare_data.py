@@ -114,6 +114,9 @@ def test_each_model_trains_on_its_languages_folder_and_is_scored_on_flares_test_
         assert test["relabelled"] == int((exact != np.array(labels)).sum())
         if test["relabelled"]:  # compute-sqrt: FLaRe's lines 6-8, float-rounded
             assert test["oracle"]["soft"] == np.mean(accepted == exact)
+        assert sum(test["curve"]["n"]) == len(labels)
+        assert sum(test["curve"]["soft"]) == test["hits"]["soft"] == int(
+            (accepted == np.array(labels)).sum())
         lengths = np.array([len(s) for s in strings])
         for cell in test["bins"]:
             inside = (lengths >= cell["min_len"]) & (lengths <= cell["max_len"])
@@ -129,6 +132,8 @@ def test_the_table_reports_flares_test_split_per_language(benchmark):
         assert test["strings"] == sum(m["n"] for m in mine)
         assert test["soft"]["mean"] == pytest.approx(np.mean([m["soft"] for m in mine]))
         assert test["limit"]["max"] == max(m["limit"] for m in mine)
+        assert test["mcnemar"]["soft_only"] == sum(m["soft_only"] for m in mine)
+        assert "p_holm" in test["mcnemar"]
     table = (out / "table.md").read_text()
     assert "FLaRe's test split (0–500, FLaRe's labels)" in table
     manifest = json.loads((out / "benchmark.json").read_text())

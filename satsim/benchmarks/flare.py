@@ -34,6 +34,7 @@ import numpy as np
 
 from languages.flare import FLARE
 from satsim.benchmarks.flare_data import check_data_root
+from satsim.benchmarks.stats import controls, holm, summed_curves
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 from satsim.training.config import DEFAULTS, TrainConfig
@@ -227,8 +228,8 @@ def run_model(planned: dict, root: str, threads: int = 1, trained: dict | None =
         return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
     settings = {key: trained[key] for key in DEFAULTS}
     return {"name": planned["name"], **planned["model"], **settings,
-            **{key: held[key] for key in ("selected_step", "held_out", "bins", "norm_growth",
-                                          "flare_test") if key in held},
+            **{key: held[key] for key in ("selected_step", "held_out", "bins", "curve",
+                                          "norm_growth", "flare_test") if key in held},
             "seconds": {"train": trained["elapsed"], "evaluate": held["seconds"]}}
 
 
@@ -284,12 +285,14 @@ def evaluate_run(run: Path, evaluation: dict) -> dict:
     config = TrainConfig.load(run / "config.json")
     step, held_out = selected_checkpoint(run, evaluation["select"])
     spec = load_spec(str(spec_path(run, step)))
+    initial = load_spec(str(spec_path(run, 0)))
     language = languages.get(config.lang)
-    bins = score_bins(spec, language, evaluation, config.device)
+    bins, curve = score_bins(spec, initial, language, evaluation, config.device)
     growth = {**norm_growth(run), "selected": _norm(spec)}
-    out = {"selected_step": step, "held_out": held_out, "bins": bins, "norm_growth": growth}
+    out = {"selected_step": step, "held_out": held_out, "bins": bins, "curve": curve,
+           "norm_growth": growth}
     if evaluation.get("flare_test"):
-        out["flare_test"] = score_flare_test(spec, language, config.data, evaluation,
+        out["flare_test"] = score_flare_test(spec, initial, language, config.data, evaluation,
                                              config.device)
     return out
 
@@ -306,8 +309,11 @@ def scale_column(c: float) -> str:
 
 
 def columns(evaluation: dict) -> list[str]:
-    """The accuracy columns of a bin: the soft model, its scaled twins, the limit."""
-    return ["soft", *(scale_column(c) for c in evaluation["scales"]), "limit"]
+    """The accuracy columns of a bin: soft model, scaled twins, limit, limit at initialisation.
+
+    ``limit_init`` is the limit of the model at step 0: what the limit gives before training.
+    """
+    return ["soft", *(scale_column(c) for c in evaluation["scales"]), "limit", "limit_init"]
 
 
 def _soft_predictors(spec, evaluation: dict, device: str) -> dict[str, Callable]:
@@ -330,41 +336,57 @@ def right_answers(language, strings: Sequence[str], labels: np.ndarray,
                     dtype=bool)
 
 
-def score_strings(spec, soft: dict[str, Callable], language, strings: list[str],
-                  labels: np.ndarray) -> tuple[dict, dict[str, list]]:
-    """One test set scored by every column: its cell (accuracies, counts) and the answers."""
+def score_strings(spec, initial, soft: dict[str, Callable], language, strings: list[str],
+                  labels: np.ndarray) -> tuple[dict, dict[str, list], dict[str, np.ndarray]]:
+    """One test set scored by every column: its cell, the answers and which are right.
+
+    The cell holds every column's accuracy and right answers (``hits``), the model beside its
+    limit string by string (:func:`satsim.benchmarks.stats.pair_counts`), and how many of the
+    limit's answers were undetermined or needed the exact expansion. ``initial`` is the model
+    at step 0, whose limit is the ``limit_init`` column.
+    """
+    from satsim.benchmarks.stats import pair_counts
     from satsim.saturation import LimitPredictor
 
     limit = LimitPredictor(spec)
-    predictors: dict[str, Callable[[list[str]], list]] = {**soft, "limit": limit}
+    predictors: dict[str, Callable[[list[str]], list]] = {
+        **soft, "limit": limit, "limit_init": LimitPredictor(initial)}
     answers = {name: predict(strings) if strings else [] for name, predict in predictors.items()}
+    rights = {name: right_answers(language, strings, labels, given)
+              for name, given in answers.items()}
     cell = {"n": len(strings), "positives": int(labels.sum()), "negatives": int((~labels).sum())}
-    for name, given in answers.items():
-        right = right_answers(language, strings, labels, given)
+    for name, right in rights.items():
         cell[name] = float(right.mean()) if strings else None
+    cell["hits"] = {name: int(right.sum()) for name, right in rights.items()}
+    cell.update(pair_counts(answers["soft"], answers["limit"], rights["soft"], rights["limit"]))
     cell["undetermined"], cell["exact"] = limit.undetermined, limit.exact
-    return cell, answers
+    return cell, answers, rights
 
 
-def score_bins(spec, language, evaluation: dict, device: str = "cpu") -> list[dict]:
-    """Per bin: accuracy of the soft model, its scaled twins and its exact saturated limit.
+def score_bins(spec, initial, language, evaluation: dict,
+               device: str = "cpu") -> tuple[list[dict], dict]:
+    """Per bin: accuracy of the soft model, its twins and its limits; the per-length curves.
 
     Every column sees the bin's one test set (half positives, half hard negatives, from
     :func:`satsim.analysis.strings.test_set` with the bin's seed).
     """
     from satsim.analysis.strings import bin_seed, test_set
+    from satsim.benchmarks.stats import length_curve
 
     soft = _soft_predictors(spec, evaluation, device)
-    out = []
+    out, lengths, rights = [], [], []
     for index, (low, high) in enumerate(evaluation["bins"]):
         strings, labels = test_set(language, evaluation["n"], low, high,
                                    bin_seed(evaluation["seed"], index))
-        cell, _ = score_strings(spec, soft, language, strings, labels)
+        cell, _, right = score_strings(spec, initial, soft, language, strings, labels)
         out.append({"min_len": low, "max_len": high, **cell})
-    return out
+        lengths += [len(s) for s in strings]
+        rights.append(right)
+    merged = {name: np.concatenate([r[name] for r in rights]) for name in rights[0]}
+    return out, length_curve(np.array(lengths, dtype=np.int64), merged)
 
 
-def score_flare_test(spec, language, folder: str, evaluation: dict,
+def score_flare_test(spec, initial, language, folder: str, evaluation: dict,
                      device: str = "cpu") -> dict:
     """FLaRe's whole test split scored as FLaRe reports it (its labels), and per length bin.
 
@@ -373,11 +395,12 @@ def score_flare_test(spec, language, folder: str, evaluation: dict,
     """
     from languages.flare import label_disagreements
     from satsim.benchmarks.flare_data import TEST, read_test_split
+    from satsim.benchmarks.stats import length_curve
 
     split = read_test_split(folder, language)
     labels = np.array(split.labels, dtype=bool)
     soft = _soft_predictors(spec, evaluation, device)
-    cell, answers = score_strings(spec, soft, language, split.strings, labels)
+    cell, answers, rights = score_strings(spec, initial, soft, language, split.strings, labels)
     wrong = label_disagreements(language, split)
     out = {"split": TEST, "labels": "flare", **cell, "relabelled": len(wrong)}
     if wrong:
@@ -385,9 +408,8 @@ def score_flare_test(spec, language, folder: str, evaluation: dict,
         exact[wrong] = ~exact[wrong]
         out["oracle"] = {name: float(right_answers(language, split.strings, exact, given).mean())
                          for name, given in answers.items()}
-    lengths = np.array([len(s) for s in split.strings])
-    rights = {name: right_answers(language, split.strings, labels, given)
-              for name, given in answers.items()}
+    lengths = np.array([len(s) for s in split.strings], dtype=np.int64)
+    out["curve"] = length_curve(lengths, rights)
     out["bins"] = []
     for low, high in evaluation["bins"]:
         inside = (lengths >= low) & (lengths <= high)
@@ -427,6 +449,7 @@ def aggregate(rows: Sequence[dict], languages: Sequence[str], evaluation: dict) 
                      "exact": sum(c["exact"] for c in cells)}
             for column in columns(evaluation):
                 entry[column] = stats([c[column] for c in cells if c[column] is not None])
+            entry.update(controls(cells, columns(evaluation)))
             bins.append(entry)
         norms = [row["norm_growth"] for row in done]
         flare_test = (flare_test_stats([row["flare_test"] for row in done], evaluation)
@@ -434,6 +457,7 @@ def aggregate(rows: Sequence[dict], languages: Sequence[str], evaluation: dict) 
         out.append({
             "language": language, "satsim_language": FLARE[language].language,
             "trials": len(done), "failed": len(mine) - len(done), "bins": bins,
+            "curve": summed_curves([row["curve"] for row in done]),
             "norm_growth": {"start": stats([n["start"] for n in norms]),
                      "end": stats([n["end"] for n in norms]),
                      "growth_rate": stats([n["growth_rate"] for n in norms
@@ -453,7 +477,22 @@ def flare_test_stats(cells: Sequence[dict], evaluation: dict) -> dict:
         out[column] = stats([c[column] for c in cells if c[column] is not None])
         if out["relabelled"]:
             out.setdefault("oracle", {})[column] = stats([c["oracle"][column] for c in cells])
+    out.update(controls(cells, columns(evaluation)))
+    out["curve"] = summed_curves([c["curve"] for c in cells])
     return out
+
+
+def adjust_for_multiple_tests(languages: list[dict]) -> None:
+    """Add Holm's adjusted p-value ``p_holm`` to every McNemar test of the table.
+
+    The adjustment is over all of them (every language's bins and FLaRe test split): a claim
+    that a limit beats its model reads this one.
+    """
+    tests = [cell["mcnemar"] for entry in languages
+             for cell in [*entry["bins"], *([entry["flare_test"]] if "flare_test" in entry
+                                             else [])]]
+    for test, adjusted in zip(tests, holm([t["p"] for t in tests])):
+        test["p_holm"] = adjusted
 
 
 def construction_rows(languages: Sequence[str], evaluation: dict) -> list[dict]:
@@ -571,6 +610,7 @@ def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engi
     models = [table_row(row) for row in rows]
     evaluation = manifest["evaluation"]
     languages = aggregate(models, manifest["languages"], evaluation)
+    adjust_for_multiple_tests(languages)
     built = construction_rows(manifest["languages"], evaluation)
     write_text_atomically(root / "models.jsonl", _jsonl(models))
     write_text_atomically(root / "languages.jsonl", _jsonl(languages))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from satsim.benchmarks.flare import columns
 
-HEADINGS = {"soft": "soft", "limit": "limit"}
+HEADINGS = {"soft": "soft", "limit": "limit", "limit_init": "limit at init"}
 
 
 def heading(column: str) -> str:
@@ -88,6 +88,44 @@ def flare_test_table(languages: Sequence[dict], evaluation: dict, markdown: bool
     return _render("FLaRe's test split (0–500, FLaRe's labels)", head, rows, markdown)
 
 
+def _interval(ci: list[float] | None) -> str:
+    return "–" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _controls_row(language: str, cell: dict) -> list[str]:
+    test = cell["mcnemar"]
+    agreement = "–" if cell["agreement"] is None else f"{cell['agreement']:.2f}"
+    constant = "–" if cell["constant_limits"] is None else f"{cell['constant_limits']:.2f}"
+    return [language, _interval(cell["ci"]["soft"]), _interval(cell["ci"]["limit"]),
+            _interval(cell["ci"]["limit_init"]),
+            f"{agreement} {_interval(cell['agreement_ci'])}",
+            f"{test['soft_only']}/{test['limit_only']}",
+            f"{test['p']:.2g} ({test.get('p_holm', test['p']):.2g})", constant]
+
+
+def controls_tables(languages: Sequence[dict], evaluation: dict, markdown: bool = False) -> str:
+    """Per test set, the controls of the limit column, language by language.
+
+    95% bootstrap intervals of the mean accuracy (test strings resampled) of the model, its
+    limit and the limit at initialisation; model–limit agreement string by string with its
+    interval; McNemar's discordant pairs (model only / limit only) and exact p (Holm-adjusted
+    over the table); the share of trials whose limit answers one way throughout.
+    """
+    head = ["language", "soft 95% CI", "limit 95% CI", "limit at init 95% CI",
+            "agreement [95% CI]", "model only/limit only", "McNemar p (Holm)",
+            "constant limits"]
+    sets = [(f"controls, length {bin_label(low, high)}", index)
+            for index, (low, high) in enumerate(evaluation["bins"])]
+    if evaluation.get("flare_test"):
+        sets.append(("controls, FLaRe's test split", None))
+    out = []
+    for title, index in sets:
+        rows = [_controls_row(entry["language"], entry["flare_test"] if index is None
+                              else entry["bins"][index]) for entry in languages]
+        out.append(_render(title, head, rows, markdown))
+    return "\n\n".join(out)
+
+
 def norm_table(languages: Sequence[dict], markdown: bool = False) -> str:
     """‖θ‖ at the first and last logged step, its second-half growth and the best fits."""
     head = ["language", "‖θ‖ start", "‖θ‖ end", "2nd-half growth", "best fit (trials)"]
@@ -140,6 +178,7 @@ def summary(manifest: dict, languages: Sequence[dict], constructions: Sequence[d
     parts = [intro, bin_tables(languages, constructions, evaluation, markdown)]
     if evaluation.get("flare_test"):
         parts.append(flare_test_table(languages, evaluation, markdown))
+    parts.append(controls_tables(languages, evaluation, markdown))
     parts.append(norm_table(languages, markdown))
     if any(not row["language"] for row in constructions):
         parts.append(construction_table(constructions, evaluation, markdown))
