@@ -30,7 +30,7 @@ from satsim.training.init import initial_spec
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 FIXTURE = Path(__file__).parent / "data" / "flare"
-TINY = {"steps": 20, "train_size": 10, "eval_size": 10, "batch_size": 4, "layers": 1,
+TINY = {"steps": 20, "eval_size": 10, "batch_size": 4, "layers": 1,
         "d_model": 8, "heads": 1, "d_head": 4, "d_mlp": 8, "checkpoint_every": 10,
         "log_every": 5, "probe_size": 2}
 ARGS = ["--data", str(FIXTURE), "--lang", "compute-sqrt,first", "--trials", "2", "-n", "6",
@@ -97,6 +97,7 @@ def test_each_model_trains_on_its_languages_folder_and_is_scored_on_flares_test_
     for model in rows["model"]:
         folder = FIXTURE / model["language"]
         assert Path(model["data"]) == folder.resolve()
+        assert model["train_size"] == len(flare_reads(folder)[1])  # all of FLaRe's training split
         tokens, labels = flare_reads(folder / "datasets" / "test")
         test = model["flare_test"]
         assert (test["n"], test["positives"], test["labels"]) == (len(labels), sum(labels),
@@ -148,6 +149,11 @@ def test_without_lang_the_benchmark_takes_every_language_the_folder_holds(tmp_pa
     (root / "notes").mkdir()
     configs = flare.plan(flare.SMALL, data_languages(root), 1, data=root)
     assert [c["model"]["language"] for c in configs] == ["parity", "first"]  # FLaRe's order
+    for config in configs:  # every training string; a batch no larger (as satsim train --data)
+        strings = len(flare_reads(FIXTURE / config["model"]["language"])[1])
+        assert config["settings"]["train_size"] == config["settings"]["batch_size"] == strings
+    capped = flare.plan(flare.SMALL, ["first"], 1, {"train_size": 4, "batch_size": 2}, data=root)
+    assert (capped[0]["settings"]["train_size"], capped[0]["settings"]["batch_size"]) == (4, 2)
 
 
 @pytest.mark.parametrize("data, extra, message", [

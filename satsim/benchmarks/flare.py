@@ -185,17 +185,33 @@ def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | 
     check_plan_memory(len(languages), trials, evaluation["n"])
     configs = []
     for language in languages:
+        folder = {} if root is None else data_settings(root / language, overrides)
         for trial in range(1, trials + 1):
             own = trial_seed(seed, language, trial)
             settings = {**DEFAULTS, **scale.training,
                         **(sampled_settings(language, trial) if scale.sampled else {}),
-                        **overrides, "lang": FLARE[language].language, "seed": own,
-                        "data": "" if root is None else str(root / language)}
+                        **overrides, "lang": FLARE[language].language, "seed": own, **folder}
+            if folder and "batch_size" not in overrides:  # as satsim train --data shrinks it
+                settings["batch_size"] = min(settings["batch_size"], folder["train_size"])
             config = TrainConfig.from_dict(settings)  # refuses a table shorter than the split
             configs.append({"name": f"{language}-t{trial}", "settings": config.to_dict(),
                             "model": {"language": language, "trial": trial, "seed": own},
                             "evaluation": evaluation})
     return configs
+
+
+def data_settings(folder: Path, overrides: dict) -> dict:
+    """The data settings of a model trained on a FLaRe language folder.
+
+    The folder, and every string of its training split unless ``--set train_size`` says
+    otherwise (as ``satsim train --data``).
+    """
+    from languages.flare import token_counts
+
+    settings = {"data": str(folder)}
+    if "train_size" not in overrides:
+        settings["train_size"] = max(1, len(token_counts(folder)))
+    return settings
 
 
 # --- one model: train, pick its checkpoint, score it -----------------------------------------
