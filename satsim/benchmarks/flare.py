@@ -90,6 +90,7 @@ SMALL = Scale("small", 3, {
     "log_every": 50, "device": "cpu"}, n=100, sampled=False)
 PAPER = Scale("paper", 10, {
     **COMMON, "layers": 5, "d_model": 32, "heads": 8, "d_head": 4, "d_mlp": 128, "steps": 10000,
+    "clip_norm": 5.0,
     "train_size": 10000, "eval_size": 1000, "checkpoint_every": 500, "log_every": 100,
     "device": "auto"}, n=1000, sampled=True)
 SCALE_NAMES = {scale.name: scale for scale in (SMALL, PAPER)}

@@ -43,6 +43,7 @@ class TrainConfig:
     lr: float = 3e-3
     weight_decay: float = 0.0
     momentum: float = 0.0
+    clip_norm: float = 0.0  # each step's gradient scaled to at most this L2 norm (0: never)
     layers: int = 2
     d_model: int = 16
     heads: int = 2
@@ -77,7 +78,7 @@ class TrainConfig:
                 raise SatsimError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise SatsimError(f"seed must be a non-negative integer, got {self.seed!r}")
-        for name in ("lr", "weight_decay", "momentum"):
+        for name in ("lr", "weight_decay", "momentum", "clip_norm"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0 and value == value
                     and value != float("inf")):

@@ -34,6 +34,16 @@ Progress = Callable[[int, int], None]
 """Hears (index of the run in the group, steps it just made)."""
 
 
+def clip_rows(grad: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
+    """Each model's gradient (a row) scaled to at most its limit in L2 norm (0: left alone).
+
+    The scale is ``torch.nn.utils.clip_grad_norm_``'s. A row's padding (embedding rows of a
+    smaller vocabulary) has zero gradient, so the row's norm is its model's.
+    """
+    scale = torch.clamp(limits / (torch.linalg.vector_norm(grad, dim=1) + 1e-6), max=1.0)
+    return grad * torch.where(limits > 0, scale, torch.ones_like(scale))[:, None]
+
+
 def group_key(config: TrainConfig, labels: int) -> tuple:
     """What runs must share to train in one stack (``labels``: the model's output logits)."""
     shared = ("task", "layers", "d_model", "heads", "d_head", "d_mlp", "norm", "positional",
@@ -138,6 +148,8 @@ class Stack:
         self.flat.requires_grad_(True)
         self.optimizer = StackedOptimizer(config.optimizer, [t.config.lr for t in trainers],
                                           config.weight_decay, config.momentum, self.flat)
+        self.clip_norms = torch.tensor([t.config.clip_norm for t in trainers], dtype=dtype,
+                                       device=device)
         self.steps = list(starts or [0] * len(trainers))  # each model's next step t
         for row, trainer in enumerate(trainers):
             state = trainer.optimizer.state_dict()["state"]
@@ -201,7 +213,7 @@ class Stack:
         self.trainers = [self.trainers[row] for row in rows]
         self.steps = [self.steps[row] for row in rows]
         self.sizes = [self.sizes[row] for row in rows]
-        for name in ("tokens", "lengths", "mask", "targets", "picked", "weights"):
+        for name in ("tokens", "lengths", "mask", "targets", "picked", "weights", "clip_norms"):
             setattr(self, name, getattr(self, name)[index])
         self.graph = None
         self._point()
@@ -244,6 +256,8 @@ class Stack:
                 errors[row] = error
         if errors:
             raise _Diverged(errors)
+        if bool((self.clip_norms > 0).any()):
+            grad = clip_rows(grad, self.clip_norms)
         weights = self.weights.float()  # float32, as a run alone takes its mean
         accuracy = ((correct * weights).sum(dim=1) / weights.sum(dim=1)).cpu().tolist()
         before = {row: self.trainers[row].observe() for row, flag in enumerate(logged) if flag}

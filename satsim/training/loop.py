@@ -190,6 +190,8 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         check_loss(float(loss.detach()), t)
+        if config.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip_norm)
         if not logged:
             self.optimizer.step()
             return None
