@@ -327,6 +327,7 @@ VALID = {
     **{f"train {option}={value!r}": _trained(option, value) for option, value in [
         ("--weight-decay", "0"), ("--weight-decay", str(float(HUGE))), ("--momentum", "0"),
         ("--clip-norm", "0"), ("--clip-norm", str(float(HUGE))),
+        ("--attention-beta", str(float(HUGE))),
         ("--seed", "0"), ("--seed", M), ("--checkpoint-every", M), ("--log-every", M)]},
     "report --seed='0'": _field(("seed",), 0), f"report --seed={M!r}": _field(("seed",), MAX_COUNT),
     "report --soft-max-len='0'": _soft_scored(False),

@@ -89,8 +89,9 @@ class Layout:
 class StackedPass(Backend[Tensor]):
     """The walk's operations on (M, B, T, d) streams with parameters (M, ...)."""
 
-    def __init__(self, params: dict[str, Tensor]) -> None:
+    def __init__(self, params: dict[str, Tensor], betas: Tensor | None = None) -> None:
         self.params = params
+        self.betas = betas  # (M,): each model's scores times its β (None: 1)
 
     def _bag(self, name: str, part: str) -> Tensor | None:
         return self.params.get(f"{name}.{part}")
@@ -117,6 +118,8 @@ class StackedPass(Backend[Tensor]):
             return out.permute(0, 1, 3, 2, 4).reshape(models * batch, heads, n, e)
 
         q, k, v = project("W_Q", "b_Q"), project("W_K", "b_K"), project("W_V", "b_V")
+        if self.betas is not None:  # β·scores, as q·β: rows are model-major (M·B)
+            q = q * self.betas.repeat_interleave(batch)[:, None, None, None]
         z = causal_attention(q, k, v, branch.module.score_scale)
         w_o = self._bag(p, "W_O")  # (M, h, e, d)
         heads, e, d = w_o.shape[1:]
@@ -166,12 +169,14 @@ def causal_attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
 
 
 def stacked_forward(spec: ModelSpec, params: dict[str, Tensor], tokens: Tensor,
-                    last: Tensor | None, constants: dict | None = None) -> Tensor:
+                    last: Tensor | None, constants: dict | None = None,
+                    betas: Tensor | None = None) -> Tensor:
     """Logits of M models on their padded batches ``tokens`` (M, B, T).
 
     With ``last`` (M, B) only those positions are unembedded: logits (M, B, K); else every
     position's, (M, B, T, K). ``constants`` caches parameter-free tables (the sinusoids) on the
-    device between calls, so that a captured CUDA graph copies nothing from the host.
+    device between calls, so that a captured CUDA graph copies nothing from the host. ``betas``
+    (M,) multiplies each model's attention scores (None: 1).
     """
     models, batch, n = tokens.shape
     table = params[EMBEDDING]
@@ -191,7 +196,7 @@ def stacked_forward(spec: ModelSpec, params: dict[str, Tensor], tokens: Tensor,
                         constant)
     if pos is not None:
         x = x + pos
-    final = run_blocks(spec, StackedPass(params), x)
+    final = run_blocks(spec, StackedPass(params, betas), x)
     if last is not None:
         final = torch.gather(final, 2, last[:, :, None, None].expand(-1, -1, 1, final.shape[-1]))
         final = final[:, :, 0]
