@@ -79,3 +79,11 @@ def test_pair_counts_and_curves_count_string_by_string():
     assert curve == {"width": 20, "n": [2, 1, 1], "soft": [1, 1, 1]}
     assert stats.summed_curves([curve, {"width": 20, "n": [1], "soft": [0]}]) == {
         "width": 20, "n": [3, 1, 1], "soft": [1, 1, 1]}
+
+
+def test_a_p_value_below_a_floats_range_is_printed_as_a_bound_not_as_zero():
+    from satsim.benchmarks.tables import _p
+
+    assert stats.mcnemar_exact(5426, 0) == 0.0  # 2^-5425 underflows
+    assert _p(stats.mcnemar_exact(5426, 0)) == "< 1e-300"
+    assert _p(stats.mcnemar_exact(3, 10)) == "0.092"

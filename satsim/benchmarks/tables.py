@@ -100,7 +100,12 @@ def _controls_row(language: str, cell: dict) -> list[str]:
             _interval(cell["ci"]["limit_init"]),
             f"{agreement} {_interval(cell['agreement_ci'])}",
             f"{test['soft_only']}/{test['limit_only']}",
-            f"{test['p']:.2g} ({test.get('p_holm', test['p']):.2g})", constant]
+            f"{_p(test['p'])} ({_p(test.get('p_holm', test['p']))})", constant]
+
+
+def _p(value: float) -> str:
+    """A p-value; one below a float's range (stored as 0.0) as < 1e-300."""
+    return "< 1e-300" if value == 0 else f"{value:.2g}"
 
 
 def controls_tables(languages: Sequence[dict], evaluation: dict, markdown: bool = False) -> str:
