@@ -32,7 +32,7 @@ def step_down_rejects(pvalues: list[float], alpha: float) -> set[int]:
     """Holm's procedure at level alpha: reject the smallest p-values while p_(k) ≤ α/(m−k)."""
     rejected = set()
     for k, index in enumerate(sorted(range(len(pvalues)), key=lambda i: pvalues[i])):
-        if pvalues[index] > alpha / (len(pvalues) - k):
+        if (len(pvalues) - k) * pvalues[index] > alpha:  # p_(k) > α/(m−k), without rounding α
             break
         rejected.add(index)
     return rejected
