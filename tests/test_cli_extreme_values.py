@@ -273,6 +273,17 @@ def _check_rows(rows: list, count: int) -> None:
     assert len(rows) == count and not any("error" in row for row in rows), rows
 
 
+def _benchmark_seeded(seed: int):
+    """benchmark flare: its one model (parity, trial 1) trained on the seed drawn from it."""
+    from satsim.benchmarks.flare import trial_seed
+
+    def check(stdout: str) -> None:
+        models = [row for row in _lines(stdout) if row["kind"] == "model"]
+        _check_rows(models, 1)
+        assert models[0]["seed"] == trial_seed(seed, "parity", 1), models
+    return check
+
+
 def _extracted():
     """extract: the program checked on every string as long as the check's budget allows."""
     def check(stdout: str) -> None:
@@ -322,6 +333,8 @@ VALID = {
     f"projection --first-seed={M!r}": _field(("settings", "seeds"), [MAX_COUNT]),
     **{f"train {option}={value!r}": _trained(option, value) for option, value in [
         ("--weight-decay", "0"), ("--weight-decay", str(float(HUGE))), ("--momentum", "0"),
+        ("--clip-norm", "0"), ("--clip-norm", str(float(HUGE))),
+        ("--attention-beta", str(float(HUGE))),
         ("--seed", "0"), ("--seed", M), ("--checkpoint-every", M), ("--log-every", M)]},
     "report --seed='0'": _field(("seed",), 0), f"report --seed={M!r}": _field(("seed",), MAX_COUNT),
     "report --soft-max-len='0'": _soft_scored(False),
@@ -330,6 +343,7 @@ VALID = {
     f"sweep --group-size={M!r}": lambda stdout: _check_rows(_lines(stdout), 1),
     f"benchmark flare --group-size={M!r}": lambda stdout: _check_rows(
         [row for row in _lines(stdout) if row["kind"] == "model"], 1),
+    **{f"benchmark flare --seed={value!r}": _benchmark_seeded(int(value)) for value in ("0", M)},
     "extract --max-len='0'": _field(("checked_max_len",), 0),
     f"extract --max-len={M!r}": _extracted(),
     "harden --seed='0'": _hardened(), f"harden --seed={M!r}": _hardened(),
