@@ -1,13 +1,18 @@
-"""Start-up: cold compile time of each kernel path, and `satsim eval` with a cold and a warm cache.
+"""Start-up: cold and warm times of eval, train, report, verify and compile, beside a baseline.
 
-Run: python bench/startup.py [--repeats 3]. Every cold run uses its own empty NUMBA_CACHE_DIR (a
-temporary folder, so the project's own cache is untouched).
+Run: python bench/startup.py [--baseline f17dca6] [--commands eval,report] [--repeats 1]
+[--kernels]. Both checkouts, every command cold then warm: about 200 s of CPU (12 min wall at
+load 8-9, about 4 min on a quiet 2-core machine).
 
-- Per path (the keys of ``satsim.engine.kernels.COMPILE_SECONDS``): a fresh process runs the
-  smallest call that takes that path and reports the seconds Numba spent compiling (wall time
-  of the outermost compiles, from Numba's event stream) and its own CPU seconds.
-- The README's main command, `satsim eval --lang dyck1`, cold (must print the compile notice)
-  and warm (median of ``--repeats``, must print nothing about compiling).
+Each checkout (this one and ``--baseline``, a git revision unpacked into a temporary folder with
+``git archive``) gets its own empty NUMBA_CACHE_DIR, so the project's own cache is untouched.
+The commands run in the order a newcomer would type them, cold (the first run of each, in the
+checkout's fresh cache: a kernel an earlier command compiled is not compiled again), then warm
+(``--repeats`` runs each, the median). The two checkouts alternate command by command, so both
+see about the same load. Every run is a fresh process; the table gives its wall seconds and its
+CPU seconds (user + system, which a loaded machine does not stretch), with the 1-minute load
+average at the start. ``--kernels`` adds the CPU seconds Numba spent compiling each top-level
+kernel of each cold run (Numba's event stream; the kernel's callees count with it).
 
 Prints a table and writes bench/results/startup.json.
 """
@@ -15,6 +20,7 @@ Prints a table and writes bench/results/startup.json.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -26,89 +32,149 @@ from pathlib import Path
 
 from _common import machine, write
 
-TRAINED = Path(__file__).parent / "models" / "dyck1-none.safetensors"
-PATH_CALLS = {
-    "fused-fast": "Simulator(constructions.build('dyck1')).accepts(['(()())'])",
-    "fused": f"Simulator(load_spec({str(TRAINED)!r})).logits(['(()())'])",
-    "layers": "Simulator(constructions.build('dyck1'), fused=False).accepts(['(()())'])",
-    "tiles": "saturated_attention(x, x, x, causal=True)",
-    "classes": "saturated_attention(x, np.repeat(x[:, :2], 256, axis=1), x)",
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = {
+    "eval": ["eval", "--lang", "dyck1"],
+    "train": ["train", "--lang", "dyck1", "--steps", "30", "--checkpoint-every", "15",
+              "--out", "{run}"],
+    "report": ["report", "{trained}"],
+    "verify": ["verify", str(ROOT / "examples" / "dyck1.crasp")],
+    "compile": ["compile", "--lang", "first", "-o", "{run}-first.safetensors"],
 }
-CHILD = """
-import time
+"""The commands, in the order they run; {run} is a fresh folder per run, {trained} the cold
+train run's folder of the same checkout."""
+PROBE = """
+import json, os, sys, time
 from numba.core import event
 
-compiling = [0.0, 0]
+kernels, depth = [], [0]
 
 class Outermost(event.Listener):
     def on_start(self, ev):
-        compiling[1] += 1
-        if compiling[1] == 1:
-            self.start = time.perf_counter()
+        depth[0] += 1
+        if depth[0] == 1:
+            self.cpu = time.process_time()
 
     def on_end(self, ev):
-        compiling[1] -= 1
-        if compiling[1] == 0:
-            compiling[0] += time.perf_counter() - self.start
+        depth[0] -= 1
+        if depth[0] == 0:
+            kernels.append((ev.data["dispatcher"].py_func.__qualname__.split(".")[-1],
+                            time.process_time() - self.cpu))
 
 event.register("numba:compile", Outermost())
-import numpy as np
-from satsim import Simulator, constructions, load_spec, saturated_attention
-x = np.random.default_rng(0).standard_normal((1, 512, 4)).astype(np.float32)
-cpu = time.process_time()
-{call}
-print(compiling[0], time.process_time() - cpu)
+from satsim.cli.main import main
+sys.argv = ["satsim", *sys.argv[2:]]
+try:
+    main()
+finally:
+    with open(os.environ["PROBE_OUT"], "w") as out:
+        json.dump(kernels, out)
 """
-EVAL = [sys.executable, "-m", "satsim", "eval", "--lang", "dyck1"]
 
 
-def compile_seconds(call: str) -> tuple[float, float]:
-    """(Numba compile seconds, CPU seconds) of ``call`` in a fresh process with an empty cache."""
-    with tempfile.TemporaryDirectory() as cache:
-        done = subprocess.run([sys.executable, "-c", CHILD.replace("{call}", call)],
-                              env=dict(os.environ, NUMBA_CACHE_DIR=cache), check=True,
-                              capture_output=True, text=True)
-    compile_s, cpu_s = map(float, done.stdout.split()[-2:])
-    return compile_s, cpu_s
+def baseline_tree(revision: str, folder: Path) -> Path:
+    """The files of ``revision`` of this repository, unpacked into ``folder`` (made here)."""
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
 
 
-def timed(env: dict) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds, stderr) of the README's main command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(EVAL, env=env, check=True, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run(tree: Path, cache: Path, argv: list[str], probe: bool) -> dict:
+    """One fresh process of ``satsim argv`` importing ``tree``: wall, CPU, and kernels."""
+    env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=str(cache),
+               NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1")
+    with tempfile.NamedTemporaryFile(suffix=".json") as kernels:
+        env["PROBE_OUT"] = kernels.name
+        command = ([sys.executable, "-c", PROBE, "probe"] if probe
+                   else [sys.executable, "-m", "satsim"]) + argv
+        load = os.getloadavg()[0]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        found = json.loads(Path(kernels.name).read_text() or "[]") if probe else []
+    if done.returncode != 0:
+        sys.exit(f"satsim {' '.join(argv)} failed in {tree}:\n{done.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stderr
+    return {"wall": wall, "cpu": cpu, "load": load, "kernels": found,
+            "announced": "satsim: compiling" in done.stderr}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", default="f17dca6",
+                        help="git revision to compare with (default: main before issue #42)")
+    parser.add_argument("--commands", default=",".join(COMMANDS),
+                        help="comma-separated subset of " + ",".join(COMMANDS))
+    parser.add_argument("--repeats", type=int, default=1, help="warm runs per command")
+    parser.add_argument("--kernels", action="store_true",
+                        help="compile CPU seconds per top-level kernel of each cold run")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
-    paths = {}
-    print(f"{'path':<12}{'compile s':>10}{'CPU s':>8}")
-    for path, call in PATH_CALLS.items():
-        compile_s, cpu_s = compile_seconds(call)
-        paths[path] = {"compile_seconds": compile_s, "cpu_seconds": cpu_s}
-        print(f"{path:<12}{compile_s:>10.1f}{cpu_s:>8.1f}")
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        cold_wall, cold_cpu, cold_err = timed(env)
-        warm_runs = [timed(env) for _ in range(args.repeats)]
-    warm = statistics.median(wall for wall, _, _ in warm_runs)
-    announced = "satsim: compiling" in cold_err
-    quiet = all("compiling" not in err for _, _, err in warm_runs)
-    print(f"{' '.join(EVAL[2:])}: cold {cold_wall:.1f} s wall, {cold_cpu:.1f} s CPU "
-          f"(notice printed: {announced}); warm median {warm:.2f} s (quiet: {quiet})")
-    write("startup", {"machine": machine(), "load_average_1min_before": load_before,
-                      "paths": paths, "command": " ".join(EVAL[2:]),
-                      "cold_seconds": cold_wall, "cold_cpu_seconds": cold_cpu,
-                      "cold_notice": cold_err.strip(), "warm_seconds": warm,
-                      "warm_runs": [wall for wall, _, _ in warm_runs],
-                      "cold_run_announced": announced, "warm_runs_quiet": quiet})
+    names = args.commands.split(",")
+    unknown = set(names) - set(COMMANDS)
+    if unknown:
+        parser.error(f"unknown commands {sorted(unknown)}; choose from {list(COMMANDS)}")
+    if "report" in names and "train" not in names:
+        names.insert(names.index("report"), "train")  # report reads a run that train writes
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        trees = {"baseline": baseline_tree(args.baseline, scratch / "baseline"), "this": ROOT}
+        results = {side: {} for side in trees}
+        runs = iter(range(10**6))
+
+        def argv_for(side: str, name: str) -> list[str]:
+            folder = scratch / f"{side}-{name}-{next(runs)}"
+            trained = results[side].get("train", {}).get("cold", {}).get("folder", "")
+            return [part.replace("{run}", str(folder)).replace("{trained}", trained)
+                    for part in COMMANDS[name]]
+
+        for name in names:  # cold, alternating checkouts
+            for side, tree in trees.items():
+                argv = argv_for(side, name)
+                cold = run(tree, scratch / f"cache-{side}", argv, args.kernels)
+                if name == "train":
+                    cold["folder"] = argv[argv.index("--out") + 1]
+                results[side][name] = {"cold": cold}
+                print(f"{side:<9}{name:<8} cold {cold['wall']:6.1f} s wall {cold['cpu']:6.1f} s "
+                      f"CPU  load {cold['load']:.2f}", flush=True)
+        for name in names:  # warm
+            for side, tree in trees.items():
+                warm = [run(tree, scratch / f"cache-{side}", argv_for(side, name), False)
+                        for _ in range(args.repeats)]
+                results[side][name]["warm"] = {
+                    key: statistics.median(w[key] for w in warm) for key in ("wall", "cpu", "load")}
+                results[side][name]["warm"]["announced"] = any(w["announced"] for w in warm)
+    table(results, names, args.baseline, args.kernels)
+    print(f"({time.perf_counter() - started:.0f} s in all)")
+    write("startup", {"machine": machine(), "baseline": args.baseline, "commands": {
+        name: " ".join(COMMANDS[name]) for name in names}, "results": results})
+
+
+def table(results: dict, names: list[str], baseline: str, kernels: bool) -> None:
+    """Print cold and warm wall / CPU seconds per command, both checkouts, and the totals."""
+    print(f"\n{'command':<9}{'':>3}{'cold wall':>10}{'cold CPU':>9}{'warm wall':>10}{'warm CPU':>9}"
+          f"{'load':>6}")
+    totals = {side: [0.0, 0.0, 0.0, 0.0] for side in results}
+    for name in names:
+        for side in results:
+            cold, warm = results[side][name]["cold"], results[side][name]["warm"]
+            label = baseline if side == "baseline" else "this"
+            print(f"{name if side == 'baseline' else '':<9}{label[:8]:>8}{cold['wall']:>8.1f}"
+                  f"{cold['cpu']:>9.1f}{warm['wall']:>10.2f}{warm['cpu']:>9.2f}"
+                  f"{cold['load']:>6.2f}")
+            for i, value in enumerate((cold["wall"], cold["cpu"], warm["wall"], warm["cpu"])):
+                totals[side][i] += value
+            if kernels and cold["kernels"]:
+                print("    " + ", ".join(f"{k} {s:.1f}" for k, s in cold["kernels"]))
+    for side, (cold_wall, cold_cpu, warm_wall, warm_cpu) in totals.items():
+        label = baseline if side == "baseline" else "this"
+        print(f"{'total':<9}{label[:8]:>8}{cold_wall:>8.1f}{cold_cpu:>9.1f}{warm_wall:>10.2f}"
+              f"{warm_cpu:>9.2f}")
 
 
 if __name__ == "__main__":

@@ -1,20 +1,23 @@
 """Harden a soft model head by head: which heads already act as hard attention or as counters.
 
-For every head, each kind of docs/semantics.md §1 is tried alone (the other heads soft) over a
-grid of widths δ: tolerant-hard (from the default tolerance, i.e. saturated, up) and
-score-class. A head *keeps the decisions* at a width when, with it alone changed, at least
-:data:`AGREEMENT` of the strings of every length bin get the soft model's answer exactly (every
-position of a next-symbol string). A score-class head counts as discrete only when its classes
-per query stay bounded: at most :data:`MAX_CLASSES`, and no more on the last bin than on the
-first; otherwise it is simply soft. Then a greedy search adds heads, most faithful first, each
-with its preferred kind (selector: saturated, else the smallest tolerant-hard δ; counter: the
-widest score-class δ), keeping a head only if the model with every head kept so far still agrees
-on every bin. The result is the hybrid spec, every head's kind fixed (soft where none kept).
+For every head, each kind of docs/semantics.md §1 is tried alone (the other heads soft): first
+tolerant-hard, from the default tolerance (i.e. saturated) up through :data:`TOLERANT_WIDTHS`,
+stopping at the first width that keeps the decisions; then score-class from the narrowest width
+whose classes per query stay bounded (at most :data:`MAX_CLASSES`, and no more on the last bin
+than on the first: read off the soft model's own queries and keys, no model run, and bisected)
+up through the wider widths of :data:`WIDTHS`, stopping at the first that keeps them. A head
+*keeps the decisions* when, with it alone changed, at least :data:`AGREEMENT` of the strings of
+every length bin get the soft model's answer exactly at every scored position (the bins are run
+in order and a head's trial stops at the first bin that fails). Then a greedy search adds heads,
+most faithful first, each with its preferred kind (selector: the tolerant-hard width found;
+else counter: the score-class width found), keeping a head only if the model with every head
+kept so far still agrees on every bin. The result is the hybrid spec, every head's kind fixed
+(soft where none kept).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -24,7 +27,14 @@ from satsim.model.spec import ModelSpec
 from satsim.reference.attention import class_count
 
 WIDTHS = (1e-3, 3e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
-"""The widths δ tried for tolerant-hard and score-class, in score units."""
+"""The range (its ends) and the grid of score-class widths δ, in score units."""
+BISECTIONS = 10
+"""Halvings (of the log-width interval) that find the narrowest score-class width with bounded
+classes."""
+CLASS_TRIES = 3
+"""How many score-class widths are tried on a head, from the narrowest bounded one up."""
+TOLERANT_WIDTHS = (None, 0.01, 0.1, 1.0)
+"""The widths δ tried for tolerant-hard, in order (None: the default tolerance, saturated)."""
 AGREEMENT = 0.99
 """The per-string agreement with the soft model a hardened head must keep on every bin."""
 MAX_CLASSES = 8
@@ -45,8 +55,8 @@ class HeadReport:
     role: str  # selector, counter or soft
     agreement: tuple[float, ...]  # per bin, of the head's option alone (soft: 1.0)
     classes: tuple[int, ...]  # per bin, the most score classes per query (score-class only)
-    tolerant_widths: tuple[float | None, ...]  # tolerant-hard widths that keep the decisions
-    class_widths: tuple[float, ...]  # score-class widths that keep them with bounded classes
+    tolerant_widths: tuple[float | None, ...]  # the tolerant-hard width that keeps the decisions
+    class_widths: tuple[float, ...]  # the score-class width that keeps them, bounded
 
 
 @dataclass(frozen=True)
@@ -85,16 +95,15 @@ def with_kinds(spec: ModelSpec, options: dict[Head, Option]) -> ModelSpec:
 class _Judge:
     """The soft model's answers on the strings of each bin, and how often a variant agrees."""
 
-    def __init__(self, spec: ModelSpec, strings: Sequence[Sequence[str]]) -> None:
+    def __init__(self, spec: ModelSpec, strings: Sequence[Sequence[str]],
+                 scored_from: Callable[[object], int] | None = None) -> None:
         self.spec = spec
         self.strings = [list(group) for group in strings]
-        self.soft = [self.answers(spec, group) for group in self.strings]
+        self.starts = [[scored_from(s) if scored_from else 0 for s in group]
+                       for group in self.strings]
+        soft = Simulator(spec, "softmax")
+        self.soft = [soft.outputs(group) if group else [] for group in self.strings]
         self.soft_traces: list[list] | None = None
-
-    @staticmethod
-    def answers(spec: ModelSpec, group: list[str]) -> list:
-        """The decoded answers of ``spec`` (soft heads: softmax) on ``group``."""
-        return Simulator(spec, "softmax").outputs(group) if group else []
 
     def agreement(self, options: dict[Head, Option],
                   stop_below: float | None = None) -> tuple[float, ...]:
@@ -103,15 +112,23 @@ class _Judge:
         With ``stop_below``, the bins after the first whose share is below it are not run
         (their shares are NaN): the options already fail.
         """
-        variant = with_kinds(self.spec, options)
-        shares = []
-        for group, soft in zip(self.strings, self.soft):
+        simulator = Simulator(with_kinds(self.spec, options), "softmax")
+        shares: list[float] = []
+        for index in range(len(self.strings)):
             if shares and stop_below is not None and shares[-1] < stop_below:
                 shares.append(float("nan"))
                 continue
-            got = self.answers(variant, group)
-            shares.append(float(np.mean([a == b for a, b in zip(got, soft)])) if group else 1.0)
+            shares.append(self.share(simulator, index))
         return tuple(shares)
+
+    def share(self, simulator: Simulator, index: int) -> float:
+        """The share of bin ``index``'s strings that ``simulator`` answers as the soft model."""
+        group = self.strings[index]
+        if not group:
+            return 1.0
+        same = [a[start:] == b[start:] if start else a == b for a, b, start in
+                zip(simulator.outputs(group), self.soft[index], self.starts[index])]
+        return float(np.mean(same))
 
     def keeps(self, options: dict[Head, Option]) -> tuple[float, ...] | None:
         """The shares per bin when every bin keeps :data:`AGREEMENT` of the answers, else None."""
@@ -140,49 +157,106 @@ class _Judge:
         return tuple(most)
 
 
-def _head_options(judge: _Judge, head: Head) -> tuple[HeadReport, list[Option]]:
-    """Try every kind and width on ``head`` alone; its report and its options, preferred first."""
-    tolerant, tolerant_shares = [], {}
-    for width in (None, *WIDTHS):
-        shares = judge.keeps({head: ("tolerant-hard", width)})
-        if shares is not None:
-            tolerant.append(width)
-            tolerant_shares[width] = shares
-    counting, counting_shares, counting_classes = [], {}, {}
-    for width in WIDTHS:
+def _bounded(classes: tuple[int, ...]) -> bool:
+    """Whether score classes per query stay discrete: few, and no more on the last bin."""
+    return max(classes) <= MAX_CLASSES and classes[-1] <= classes[0]
+
+
+def _class_widths(judge: _Judge, head: Head, widths: Sequence[float]) -> list[float]:
+    """The score-class widths to try on ``head``, most faithful first, all with bounded classes.
+
+    The narrowest width whose classes are bounded (bisected on a log scale between the ends of
+    ``widths``; classes are read off the soft run, no model run), then the wider widths of
+    the grid. None if even the widest is unbounded.
+    """
+    low, high = widths[0], widths[-1]
+    if not _bounded(judge.classes(head, high)):
+        return []
+    if _bounded(judge.classes(head, low)):
+        return list(widths)
+    for _ in range(BISECTIONS):
+        middle = float(np.sqrt(low * high))
+        low, high = (low, middle) if _bounded(judge.classes(head, middle)) else (middle, high)
+    return [float(f"{high:.3g}") if _bounded(judge.classes(head, float(f"{high:.3g}"))) else high,
+            *(w for w in widths if w > high)][:CLASS_TRIES]
+
+
+def _head_options(judge: _Judge, head: Head, widths: Sequence[float]
+                  ) -> tuple[HeadReport, list[Option]]:
+    """Try the kinds and widths on ``head`` alone; its report and its options, preferred first."""
+    tolerant = next(((width, shares) for width in TOLERANT_WIDTHS
+                     if (shares := judge.keeps({head: ("tolerant-hard", width)})) is not None),
+                    None)
+    counting = None
+    for width in _class_widths(judge, head, widths):
         shares = judge.keeps({head: ("score-class", width)})
-        if shares is None:
-            continue
-        classes = judge.classes(head, width)
-        if max(classes) <= MAX_CLASSES and classes[-1] <= classes[0]:
-            counting.append(width)
-            counting_shares[width], counting_classes[width] = shares, classes
-    options: list[Option] = [("saturated", None) if w is None else ("tolerant-hard", w)
-                             for w in tolerant]
-    options += [("score-class", w) for w in reversed(counting)]
+        if shares is not None:
+            counting = (width, shares, judge.classes(head, width))
+            break
+    options: list[Option] = []
+    if tolerant is not None:
+        options.append(("saturated", None) if tolerant[0] is None
+                       else ("tolerant-hard", tolerant[0]))
+    if counting is not None:
+        options.append(("score-class", counting[0]))
+    tolerant_widths = () if tolerant is None else (tolerant[0],)
+    class_widths = () if counting is None else (counting[0],)
     layer, h = head
-    if tolerant:
-        first = tolerant[0]
+    if tolerant is not None:
         kind, delta = options[0]
-        report = HeadReport(layer, h, kind, delta, "selector", tolerant_shares[first], (),
-                            tuple(tolerant), tuple(counting))
-    elif counting:
-        widest = counting[-1]
-        report = HeadReport(layer, h, "score-class", widest, "counter", counting_shares[widest],
-                            counting_classes[widest], (), tuple(counting))
-    else:
-        report = HeadReport(layer, h, "soft", None, "soft", (1.0,) * len(judge.strings), (),
-                            (), ())
-    return report, options
+        return HeadReport(layer, h, kind, delta, "selector", tolerant[1], (), tolerant_widths,
+                          class_widths), options
+    if counting is not None:
+        return HeadReport(layer, h, "score-class", counting[0], "counter", counting[1],
+                          counting[2], (), class_widths), options
+    return HeadReport(layer, h, "soft", None, "soft", (1.0,) * len(judge.strings), (), (),
+                      ()), options
+
+
+def agreement_with_soft(spec: ModelSpec, strings: Sequence[Sequence[str]],
+                        simulator: Simulator,
+                        scored_from: Callable[[object], int] | None = None) -> tuple[float, ...]:
+    """Per bin, the share of strings ``simulator`` answers as ``spec``'s soft model does."""
+    judge = _Judge(spec, strings, scored_from)
+    return tuple(judge.share(simulator, index) for index in range(len(judge.strings)))
+
+
+def first_changes(spec: ModelSpec, strings: Sequence[Sequence[str]], grid: Sequence[float],
+                  simulator_at: Callable[[float], Simulator],
+                  scored_from: Callable[[object], int] | None = None
+                  ) -> tuple[float | None, ...]:
+    """Per bin, the first value of ``grid`` at which the decisions change.
+
+    That is where ``simulator_at(value)`` answers fewer than :data:`AGREEMENT` of the bin's
+    strings as the soft model does (at the scored positions); None where no value of the grid
+    changes them. The grid is run in order and each bin stops at its first change.
+    """
+    judge = _Judge(spec, strings, scored_from)
+    first: list[float | None] = [None] * len(judge.strings)
+    for value in grid:
+        open_bins = [i for i, found in enumerate(first) if found is None]
+        if not open_bins:
+            break
+        simulator = simulator_at(value)
+        for index in open_bins:
+            if judge.share(simulator, index) < AGREEMENT:
+                first[index] = value
+    return tuple(first)
 
 
 def harden(spec: ModelSpec, strings: Sequence[Sequence[str]],
-           bins: Sequence[tuple[int, int]]) -> Hardening:
-    """Harden ``spec`` against its own soft answers on ``strings`` (one list per length bin)."""
-    judge = _Judge(spec, strings)
+           bins: Sequence[tuple[int, int]],
+           scored_from: Callable[[object], int] | None = None,
+           widths: Sequence[float] = WIDTHS) -> Hardening:
+    """Harden ``spec`` against its own soft answers on ``strings`` (one list per length bin).
+
+    ``scored_from`` gives, per string, the first position whose answer counts (default: all);
+    ``widths`` is the grid of score-class widths (ascending; its ends bound the bisection).
+    """
+    judge = _Judge(spec, strings, scored_from)
     reports, options = {}, {}
     for head in heads_of(spec):
-        reports[head], options[head] = _head_options(judge, head)
+        reports[head], options[head] = _head_options(judge, head, widths)
     kept: dict[Head, Option] = {}
     order = sorted(options, key=lambda head: -min(reports[head].agreement))
     for head in order:

@@ -33,7 +33,11 @@ if TYPE_CHECKING:
 
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cosine of matching rows (last axis); 1 where both rows are zero, 0 where one is."""
+    """Cosine of matching rows (last axis); 1 where both rows are zero, 0 where one is.
+
+    Unlike a parameter vector's cosine (:func:`satsim.training.report.vector_cosine`, None
+    without a direction), a row here is compared for agreement: two zero rows are the same row.
+    """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     scale = np.maximum(np.abs(a).max(axis=-1, keepdims=True), 1e-300)
     a = a / scale

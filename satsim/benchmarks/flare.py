@@ -22,6 +22,7 @@ scale follows FLaRe and where it departs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -32,6 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from languages.flare import FLARE
+from satsim.benchmarks.flare_data import check_data_root
+from satsim.benchmarks.stats import controls, holm, summed_curves
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
 from satsim.training.config import DEFAULTS, TrainConfig
@@ -87,6 +90,7 @@ SMALL = Scale("small", 3, {
     "log_every": 50, "device": "cpu"}, n=100, sampled=False)
 PAPER = Scale("paper", 10, {
     **COMMON, "layers": 5, "d_model": 32, "heads": 8, "d_head": 4, "d_mlp": 128, "steps": 10000,
+    "clip_norm": 5.0,
     "train_size": 10000, "eval_size": 1000, "checkpoint_every": 500, "log_every": 100,
     "device": "auto"}, n=1000, sampled=True)
 SCALE_NAMES = {scale.name: scale for scale in (SMALL, PAPER)}
@@ -130,10 +134,24 @@ def check_overrides(overrides: dict) -> None:
                               "--trials")
 
 
-def evaluation_settings(n: int, seed: int = 0) -> dict:
-    """What every model of a benchmark is scored on (the same for all of them)."""
-    return {"bins": [list(b) for b in BINS], "n": n, "seed": seed, "scales": list(SCALES),
-            "select": SELECT, "dtype": "float64"}
+def evaluation_settings(n: int, seed: int = 0, flare_test: bool = False) -> dict:
+    """What every model of a benchmark is scored on (the same for all of them).
+
+    With ``flare_test``, every model is scored on its data folder's test split too.
+    """
+    out = {"bins": [list(b) for b in BINS], "n": n, "seed": seed, "scales": list(SCALES),
+           "select": SELECT, "dtype": "float64"}
+    return {**out, "flare_test": True} if flare_test else out
+
+
+def trial_seed(base: int, language: str, trial: int) -> int:
+    """The seed of one (language, trial): its initialisation, batch order and sampled data.
+
+    The first 31 bits of SHA-256 of the base seed, the language and the trial: the same in every
+    process and Python version (unlike ``hash``), and unrelated between languages and trials.
+    """
+    digest = hashlib.sha256(f"satsim-flare/{base}/{language}/{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
 
 
 def check_plan_memory(languages: int, trials: int, n: int) -> None:
@@ -148,31 +166,53 @@ def check_plan_memory(languages: int, trials: int, n: int) -> None:
 
 
 def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | None = None,
-         n: int | None = None) -> list[dict]:
+         n: int | None = None, data: str | Path | None = None, seed: int = 0) -> list[dict]:
     """The planned runs, language by language and trial by trial, each a sweep entry.
 
-    Each entry holds ``name`` (``LANGUAGE-tT``), ``settings`` (a full training config),
-    ``model`` (FLaRe's language and the trial) and ``evaluation``.
+    Each entry holds ``name`` (``LANGUAGE-tT``), ``settings`` (a full training config, its seed
+    :func:`trial_seed` of ``seed``), ``model`` (FLaRe's language, the trial and the seed) and
+    ``evaluation``. With ``data`` (a folder of FLaRe's language folders), each model trains on
+    its language's folder, selects on its validation-long split and is scored on its test split
+    as well as on satsim's bins.
     """
     overrides = dict(overrides or {})
     check_overrides(overrides)
     if trials < 1:
         raise SatsimError(f"need at least one trial, got {trials}")
-    evaluation = evaluation_settings(scale.n if n is None else n)
+    root = None if data is None else check_data_root(data, list(languages))
+    evaluation = evaluation_settings(scale.n if n is None else n, flare_test=root is not None)
     if evaluation["n"] < 1:
         raise SatsimError(f"need at least one test string per bin, got -n {evaluation['n']}")
     check_plan_memory(len(languages), trials, evaluation["n"])
     configs = []
     for language in languages:
+        folder = {} if root is None else data_settings(root / language, overrides)
         for trial in range(1, trials + 1):
+            own = trial_seed(seed, language, trial)
             settings = {**DEFAULTS, **scale.training,
                         **(sampled_settings(language, trial) if scale.sampled else {}),
-                        **overrides, "lang": FLARE[language].language, "seed": trial}
+                        **overrides, "lang": FLARE[language].language, "seed": own, **folder}
+            if folder and "batch_size" not in overrides:  # as satsim train --data shrinks it
+                settings["batch_size"] = min(settings["batch_size"], folder["train_size"])
             config = TrainConfig.from_dict(settings)  # refuses a table shorter than the split
             configs.append({"name": f"{language}-t{trial}", "settings": config.to_dict(),
-                            "model": {"language": language, "trial": trial},
+                            "model": {"language": language, "trial": trial, "seed": own},
                             "evaluation": evaluation})
     return configs
+
+
+def data_settings(folder: Path, overrides: dict) -> dict:
+    """The data settings of a model trained on a FLaRe language folder.
+
+    The folder, and every string of its training split unless ``--set train_size`` says
+    otherwise (as ``satsim train --data``).
+    """
+    from languages.flare import token_counts
+
+    settings = {"data": str(folder)}
+    if "train_size" not in overrides:
+        settings["train_size"] = max(1, len(token_counts(folder)))
+    return settings
 
 
 # --- one model: train, pick its checkpoint, score it -----------------------------------------
@@ -205,7 +245,8 @@ def run_model(planned: dict, root: str, threads: int = 1, trained: dict | None =
         return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
     settings = {key: trained[key] for key in DEFAULTS}
     return {"name": planned["name"], **planned["model"], **settings,
-            **{key: held[key] for key in ("selected_step", "held_out", "bins", "norm_growth")},
+            **{key: held[key] for key in ("selected_step", "held_out", "bins", "curve",
+                                          "norm_growth", "flare_test") if key in held},
             "seconds": {"train": trained["elapsed"], "evaluate": held["seconds"]}}
 
 
@@ -261,10 +302,16 @@ def evaluate_run(run: Path, evaluation: dict) -> dict:
     config = TrainConfig.load(run / "config.json")
     step, held_out = selected_checkpoint(run, evaluation["select"])
     spec = load_spec(str(spec_path(run, step)))
+    initial = load_spec(str(spec_path(run, 0)))
     language = languages.get(config.lang)
-    bins = score_bins(spec, language, evaluation, config.device)
+    bins, curve = score_bins(spec, initial, language, evaluation, config.device)
     growth = {**norm_growth(run), "selected": _norm(spec)}
-    return {"selected_step": step, "held_out": held_out, "bins": bins, "norm_growth": growth}
+    out = {"selected_step": step, "held_out": held_out, "bins": bins, "curve": curve,
+           "norm_growth": growth}
+    if evaluation.get("flare_test"):
+        out["flare_test"] = score_flare_test(spec, initial, language, config.data, evaluation,
+                                             config.device)
+    return out
 
 
 def _norm(spec) -> float:
@@ -279,38 +326,113 @@ def scale_column(c: float) -> str:
 
 
 def columns(evaluation: dict) -> list[str]:
-    """The accuracy columns of a bin: the soft model, its scaled twins, the limit."""
-    return ["soft", *(scale_column(c) for c in evaluation["scales"]), "limit"]
+    """The accuracy columns of a bin: soft model, scaled twins, limit, limit at initialisation.
 
-
-def score_bins(spec, language, evaluation: dict, device: str = "cpu") -> list[dict]:
-    """Per bin: accuracy of the soft model, its scaled twins and its exact saturated limit.
-
-    Every column sees the bin's one test set (half positives, half hard negatives, from
-    :func:`satsim.analysis.strings.test_set` with the bin's seed).
+    ``limit_init`` is the limit of the model at step 0: what the limit gives before training.
     """
-    from satsim.analysis.scoring import count_correct
-    from satsim.analysis.strings import bin_seed, test_set
-    from satsim.saturation import LimitPredictor
+    return ["soft", *(scale_column(c) for c in evaluation["scales"]), "limit", "limit_init"]
+
+
+def _soft_predictors(spec, evaluation: dict, device: str) -> dict[str, Callable]:
+    """The soft model and its scaled twins, each a function strings → answers."""
     from satsim.training.evaluate import soft_predictor
 
     dtype = evaluation["dtype"]
     soft = {"soft": soft_predictor(spec, device, dtype)}
     soft.update({scale_column(c): soft_predictor(spec, device, dtype, scale=c)
                  for c in evaluation["scales"]})
-    out = []
+    return soft
+
+
+def right_answers(language, strings: Sequence[str], labels: np.ndarray,
+                  answers: list) -> np.ndarray:
+    """Per string, whether its answer matches its label (an undetermined answer never does)."""
+    from satsim.analysis.scoring import is_correct
+
+    return np.array([is_correct(language, s, y, a) for s, y, a in zip(strings, labels, answers)],
+                    dtype=bool)
+
+
+def score_strings(spec, initial, soft: dict[str, Callable], language, strings: list[str],
+                  labels: np.ndarray) -> tuple[dict, dict[str, list], dict[str, np.ndarray]]:
+    """One test set scored by every column: its cell, the answers and which are right.
+
+    The cell holds every column's accuracy and right answers (``hits``), the model beside its
+    limit string by string (:func:`satsim.benchmarks.stats.pair_counts`), and how many of the
+    limit's answers were undetermined or needed the exact expansion. ``initial`` is the model
+    at step 0, whose limit is the ``limit_init`` column.
+    """
+    from satsim.benchmarks.stats import pair_counts
+    from satsim.saturation import LimitPredictor
+
+    limit = LimitPredictor(spec)
+    predictors: dict[str, Callable[[list[str]], list]] = {
+        **soft, "limit": limit, "limit_init": LimitPredictor(initial)}
+    answers = {name: predict(strings) if strings else [] for name, predict in predictors.items()}
+    rights = {name: right_answers(language, strings, labels, given)
+              for name, given in answers.items()}
+    cell = {"n": len(strings), "positives": int(labels.sum()), "negatives": int((~labels).sum())}
+    for name, right in rights.items():
+        cell[name] = float(right.mean()) if strings else None
+    cell["hits"] = {name: int(right.sum()) for name, right in rights.items()}
+    cell.update(pair_counts(answers["soft"], answers["limit"], rights["soft"], rights["limit"]))
+    cell["undetermined"], cell["exact"] = limit.undetermined, limit.exact
+    return cell, answers, rights
+
+
+def score_bins(spec, initial, language, evaluation: dict,
+               device: str = "cpu") -> tuple[list[dict], dict]:
+    """Per bin: accuracy of the soft model, its twins and its limits; the per-length curves.
+
+    Every column sees the bin's one test set (half positives, half hard negatives, from
+    :func:`satsim.analysis.strings.test_set` with the bin's seed).
+    """
+    from satsim.analysis.strings import bin_seed, test_set
+    from satsim.benchmarks.stats import length_curve
+
+    soft = _soft_predictors(spec, evaluation, device)
+    out, lengths, rights = [], [], []
     for index, (low, high) in enumerate(evaluation["bins"]):
         strings, labels = test_set(language, evaluation["n"], low, high,
                                    bin_seed(evaluation["seed"], index))
-        cell = {"min_len": low, "max_len": high, "n": len(strings),
-                "positives": int(labels.sum()), "negatives": int((~labels).sum())}
-        limit = LimitPredictor(spec)
-        predictors: dict[str, Callable[[list[str]], list]] = {**soft, "limit": limit}
-        for name, predict in predictors.items():
-            right = count_correct(language, strings, labels, predict(strings)) if strings else 0
-            cell[name] = right / len(strings) if strings else None
-        cell["undetermined"], cell["exact"] = limit.undetermined, limit.exact
-        out.append(cell)
+        cell, _, right = score_strings(spec, initial, soft, language, strings, labels)
+        out.append({"min_len": low, "max_len": high, **cell})
+        lengths += [len(s) for s in strings]
+        rights.append(right)
+    merged = {name: np.concatenate([r[name] for r in rights]) for name in rights[0]}
+    return out, length_curve(np.array(lengths, dtype=np.int64), merged)
+
+
+def score_flare_test(spec, initial, language, folder: str, evaluation: dict,
+                     device: str = "cpu") -> dict:
+    """FLaRe's whole test split scored as FLaRe reports it (its labels), and per length bin.
+
+    ``relabelled`` counts the strings whose FLaRe label is not the oracle's; where there are
+    any, ``oracle`` holds every column's accuracy against the oracle's labels.
+    """
+    from languages.flare import label_disagreements
+    from satsim.benchmarks.flare_data import TEST, read_test_split
+    from satsim.benchmarks.stats import length_curve
+
+    split = read_test_split(folder, language)
+    labels = np.array(split.labels, dtype=bool)
+    soft = _soft_predictors(spec, evaluation, device)
+    cell, answers, rights = score_strings(spec, initial, soft, language, split.strings, labels)
+    wrong = label_disagreements(language, split)
+    out = {"split": TEST, "labels": "flare", **cell, "relabelled": len(wrong)}
+    if wrong:
+        exact = labels.copy()
+        exact[wrong] = ~exact[wrong]
+        out["oracle"] = {name: float(right_answers(language, split.strings, exact, given).mean())
+                         for name, given in answers.items()}
+    lengths = np.array([len(s) for s in split.strings], dtype=np.int64)
+    out["curve"] = length_curve(lengths, rights)
+    out["bins"] = []
+    for low, high in evaluation["bins"]:
+        inside = (lengths >= low) & (lengths <= high)
+        out["bins"].append({"min_len": low, "max_len": high, "n": int(inside.sum()),
+                            **{name: float(right[inside].mean()) if inside.any() else None
+                               for name, right in rights.items()}})
     return out
 
 
@@ -344,18 +466,50 @@ def aggregate(rows: Sequence[dict], languages: Sequence[str], evaluation: dict) 
                      "exact": sum(c["exact"] for c in cells)}
             for column in columns(evaluation):
                 entry[column] = stats([c[column] for c in cells if c[column] is not None])
+            entry.update(controls(cells, columns(evaluation)))
             bins.append(entry)
         norms = [row["norm_growth"] for row in done]
+        flare_test = (flare_test_stats([row["flare_test"] for row in done], evaluation)
+                      if evaluation.get("flare_test") else None)
         out.append({
             "language": language, "satsim_language": FLARE[language].language,
             "trials": len(done), "failed": len(mine) - len(done), "bins": bins,
+            "curve": summed_curves([row["curve"] for row in done]),
             "norm_growth": {"start": stats([n["start"] for n in norms]),
                      "end": stats([n["end"] for n in norms]),
                      "growth_rate": stats([n["growth_rate"] for n in norms
                                            if n["growth_rate"] is not None]),
                      "best": dict(sorted(Counter(n["best"] for n in norms if n["best"])
-                                         .items()))}})
+                                         .items()))},
+            **({"flare_test": flare_test} if flare_test else {})})
     return out
+
+
+def flare_test_stats(cells: Sequence[dict], evaluation: dict) -> dict:
+    """FLaRe's test split over a language's trials: every column's mean, std and max."""
+    out = {"strings": sum(c["n"] for c in cells),
+           "relabelled": cells[0]["relabelled"] if cells else 0,
+           "undetermined": sum(c["undetermined"] for c in cells)}
+    for column in columns(evaluation):
+        out[column] = stats([c[column] for c in cells if c[column] is not None])
+        if out["relabelled"]:
+            out.setdefault("oracle", {})[column] = stats([c["oracle"][column] for c in cells])
+    out.update(controls(cells, columns(evaluation)))
+    out["curve"] = summed_curves([c["curve"] for c in cells])
+    return out
+
+
+def adjust_for_multiple_tests(languages: list[dict]) -> None:
+    """Add Holm's adjusted p-value ``p_holm`` to every McNemar test of the table.
+
+    The adjustment is over all of them (every language's bins and FLaRe test split): a claim
+    that a limit beats its model reads this one.
+    """
+    tests = [cell["mcnemar"] for entry in languages
+             for cell in [*entry["bins"], *([entry["flare_test"]] if "flare_test" in entry
+                                             else [])]]
+    for test, adjusted in zip(tests, holm([t["p"] for t in tests])):
+        test["p_holm"] = adjusted
 
 
 def construction_rows(languages: Sequence[str], evaluation: dict) -> list[dict]:
@@ -400,10 +554,15 @@ class BenchmarkResult:
 
 
 def manifest_for(scale: Scale, languages: Sequence[str], configs: list[dict],
-                 overrides: dict) -> dict:
-    """What a benchmark folder holds: the protocol's name, scale, languages, trials, options."""
+                 overrides: dict, seed: int = 0) -> dict:
+    """What a benchmark folder holds: the protocol's name, scale, languages, trials, options.
+
+    ``data`` is the FLaRe data folder the models train on (None: satsim's samplers).
+    """
+    data = configs[0]["settings"]["data"]
     return {"benchmark": "flare", "scale": scale.name, "languages": list(languages),
-            "trials": max(c["model"]["trial"] for c in configs), "overrides": dict(overrides),
+            "trials": max(c["model"]["trial"] for c in configs), "seed": seed,
+            "data": str(Path(data).parent) if data else None, "overrides": dict(overrides),
             "evaluation": configs[0]["evaluation"]}
 
 
@@ -468,6 +627,7 @@ def run_benchmark(configs: list[dict], manifest: dict, root: str | Path, *, engi
     models = [table_row(row) for row in rows]
     evaluation = manifest["evaluation"]
     languages = aggregate(models, manifest["languages"], evaluation)
+    adjust_for_multiple_tests(languages)
     built = construction_rows(manifest["languages"], evaluation)
     write_text_atomically(root / "models.jsonl", _jsonl(models))
     write_text_atomically(root / "languages.jsonl", _jsonl(languages))

@@ -7,20 +7,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from satsim.benchmarks.flare import columns, scale_column
-from satsim.benchmarks.tables import bin_label
+from satsim.benchmarks.stats import CURVE_WIDTH
 from satsim.output import save_figure
 
 PANELS_PER_ROW = 7
-HEADER = 0.75
+HEADER = 1.0
 """Inches above the panels for the title and the legend."""
 
 
 def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Sequence[dict],
                    path: str | Path) -> None:
-    """Write one panel per language: the accuracy per bin of each model kind.
+    """Write one panel per language: each column's accuracy against length.
 
-    The soft model (mean, ± std band, maximum over trials), its scaled twins, its saturated
-    limit, and a hand-built construction where one exists.
+    The soft model, its scaled twins, its saturated limit and the limit at initialisation on
+    satsim's test strings, pooled over trials in groups of CURVE_WIDTH lengths; with FLaRe's
+    data, the model and its limit on FLaRe's test split too (dotted); a hand-built construction
+    per bin where one exists.
     """
     import matplotlib
 
@@ -29,7 +31,7 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
 
     evaluation = manifest["evaluation"]
     bins = evaluation["bins"]
-    x = list(range(len(bins)))
+    x = [(low + high) / 2 for low, high in bins]
     built = {row["language"]: row for row in constructions if row["language"]}
     others = [row for row in constructions if not row["language"]]
     panels = len(languages) + bool(others)
@@ -38,27 +40,22 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
     width, height = max(2.6 * cols, 10.0), 2.3 * rows + HEADER
     figure, axes = plt.subplots(rows, cols, figsize=(width, height), sharex=True, sharey=True,
                                 squeeze=False)
-    styles = {"soft": dict(color="tab:blue", marker="o", lw=2, label="soft (trained)"),
-              "limit": dict(color="tab:red", marker="s", lw=2, label="saturated limit")}
+    styles = {"soft": dict(color="tab:blue", lw=1.6, label="soft (trained)"),
+              "limit": dict(color="tab:red", lw=1.6, label="saturated limit"),
+              "limit_init": dict(color="tab:grey", lw=1, ls="-.",
+                                 label="limit at initialisation")}
     faded = ["#7fb2e5", "#bfd8f2"]
     for c, colour in zip(evaluation["scales"], faded):
-        styles[scale_column(c)] = dict(color=colour, marker=".", lw=1, ls="--",
-                                       label=f"soft at {c:g}θ")
+        styles[scale_column(c)] = dict(color=colour, lw=1, ls="--", label=f"soft at {c:g}θ")
     for ax, entry in zip(axes.flat, languages):
         for column in columns(evaluation):
-            cells = [cell[column] for cell in entry["bins"]]
-            points = [(i, cell) for i, cell in zip(x, cells) if cell is not None]
-            if not points:
-                continue
-            xs, values = zip(*points)
-            means = [v["mean"] for v in values]
-            ax.plot(xs, means, **styles[column])
-            if column in ("soft", "limit"):
-                low = [v["mean"] - v["std"] for v in values]
-                high = [v["mean"] + v["std"] for v in values]
-                ax.fill_between(xs, low, high, color=styles[column]["color"], alpha=0.15, lw=0)
-                ax.plot(xs, [v["max"] for v in values], color=styles[column]["color"],
-                        marker="^", ls="none", ms=4, alpha=0.7)
+            _curve(ax, entry["curve"], column, styles[column])
+        test = entry.get("flare_test")
+        if test:
+            for column in ("soft", "limit"):
+                _curve(ax, test["curve"], column, {**styles[column], "ls": ":", "lw": 1.2,
+                                                   "label": f"{styles[column]['label']}, "
+                                                            "FLaRe's test split"})
         if entry["language"] in built:
             row = built[entry["language"]]
             ax.plot(x, [b["accuracy"] for b in row["bins"]], "k*", ms=11,
@@ -79,23 +76,37 @@ def plot_benchmark(manifest: dict, languages: Sequence[dict], constructions: Seq
                 handles.append(handle)
                 labels.append(label)
     top = 1 - HEADER / height
-    figure.suptitle(f"FLaRe, scale {manifest['scale']}: accuracy per length bin, mean over "
-                    f"{manifest['trials']} trials (band ± std, ▲ max); dotted: chance",
+    figure.suptitle(f"FLaRe, scale {manifest['scale']}: accuracy against length "
+                    f"({CURVE_WIDTH}-length groups, {manifest['trials']} trials pooled); "
+                    "★ construction per bin; grey dotted: chance",
                     fontsize=10, y=1 - 0.15 / height)
-    figure.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8,
+    figure.legend(handles, labels, loc="upper center", ncol=min(len(labels), 5), fontsize=8,
                   frameon=False, bbox_to_anchor=(0.5, 1 - 0.4 / height))
     figure.tight_layout(rect=(0, 0, 1, top))
     save_figure(figure, path, dpi=130)
     plt.close(figure)
 
 
-def _frame(ax, title: str, x: list[int], bins) -> None:
-    """A panel's title, axes and chance line."""
+def _curve(ax, curve: dict | None, column: str, style: dict) -> None:
+    """One column's accuracy per length group (trials pooled), at each group's middle."""
+    if not curve:
+        return
+    width = curve["width"]
+    points = [(width * g + (width - 1) / 2, hits / n)
+              for g, (n, hits) in enumerate(zip(curve["n"], curve[column])) if n]
+    if points:
+        ax.plot(*zip(*points), **style)
+
+
+def _frame(ax, title: str, x: list[float], bins) -> None:
+    """A panel's title, axes (length; the bins' edges marked) and chance line."""
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    for low, _ in bins[1:]:
+        ax.axvline(low - 0.5, color="grey", lw=0.5, alpha=0.5)
     ax.set_title(title, fontsize=9)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xticks(x, [bin_label(*b) for b in bins], fontsize=7)
-    ax.tick_params(axis="y", labelsize=7)
+    ax.set_xlabel("length", fontsize=7)
+    ax.tick_params(labelsize=7)
 
 
 def _other_constructions(ax, rows: Sequence[dict], x: list[int], bins) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from satsim.benchmarks.flare import columns
 
-HEADINGS = {"soft": "soft", "limit": "limit"}
+HEADINGS = {"soft": "soft", "limit": "limit", "limit_init": "limit at init"}
 
 
 def heading(column: str) -> str:
@@ -32,6 +32,10 @@ def model_line(row: dict, evaluation: dict) -> str:
         values = "/".join(_accuracy(cell[c]) for c in columns(evaluation))
         undetermined = f" ({cell['undetermined']} undet.)" if cell["undetermined"] else ""
         cells.append(f"{bin_label(cell['min_len'], cell['max_len'])} {values}{undetermined}")
+    test = row.get("flare_test")
+    if test:
+        values = "/".join(_accuracy(test[c]) for c in columns(evaluation))
+        cells.append(f"FLaRe test {values}")
     norm = row["norm_growth"]
     return (f"{row['name']:<32} " + " · ".join(cells)
             + f" · ‖θ‖ {norm['start']:.1f}→{norm['end']:.1f} ({norm['best'] or '–'})"
@@ -65,6 +69,64 @@ def bin_tables(languages: Sequence[dict], constructions: Sequence[dict], evaluat
                          f"{cell['undetermined']}/{cell['strings']}",
                          _construction_cell(constructions, entry["language"], index)])
         title = f"length {bin_label(low, high)}"
+        out.append(_render(title, head, rows, markdown))
+    return "\n\n".join(out)
+
+
+def flare_test_table(languages: Sequence[dict], evaluation: dict, markdown: bool = False) -> str:
+    """FLaRe's test split (0–500), one accuracy per column as FLaRe reports it."""
+    names = columns(evaluation)
+    head = ["language", *(heading(c) for c in names), "undetermined", "relabelled"]
+    rows = []
+    for entry in languages:
+        test = entry["flare_test"]
+        rows.append([entry["language"], *(_stat(test[c]) for c in names),
+                     f"{test['undetermined']}/{test['strings']}",
+                     f"{test['relabelled']} (oracle labels: "
+                     f"{_stat(test['oracle']['soft'])} soft, {_stat(test['oracle']['limit'])} "
+                     "limit)" if test["relabelled"] else "0"])
+    return _render("FLaRe's test split (0–500, FLaRe's labels)", head, rows, markdown)
+
+
+def _interval(ci: list[float] | None) -> str:
+    return "–" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _controls_row(language: str, cell: dict) -> list[str]:
+    test = cell["mcnemar"]
+    agreement = "–" if cell["agreement"] is None else f"{cell['agreement']:.2f}"
+    constant = "–" if cell["constant_limits"] is None else f"{cell['constant_limits']:.2f}"
+    return [language, _interval(cell["ci"]["soft"]), _interval(cell["ci"]["limit"]),
+            _interval(cell["ci"]["limit_init"]),
+            f"{agreement} {_interval(cell['agreement_ci'])}",
+            f"{test['soft_only']}/{test['limit_only']}",
+            f"{_p(test['p'])} ({_p(test.get('p_holm', test['p']))})", constant]
+
+
+def _p(value: float) -> str:
+    """A p-value; one below a float's range (stored as 0.0) as < 1e-300."""
+    return "< 1e-300" if value == 0 else f"{value:.2g}"
+
+
+def controls_tables(languages: Sequence[dict], evaluation: dict, markdown: bool = False) -> str:
+    """Per test set, the controls of the limit column, language by language.
+
+    95% bootstrap intervals of the mean accuracy (test strings resampled) of the model, its
+    limit and the limit at initialisation; model–limit agreement string by string with its
+    interval; McNemar's discordant pairs (model only / limit only) and exact p (Holm-adjusted
+    over the table); the share of trials whose limit answers one way throughout.
+    """
+    head = ["language", "soft 95% CI", "limit 95% CI", "limit at init 95% CI",
+            "agreement [95% CI]", "model only/limit only", "McNemar p (Holm)",
+            "constant limits"]
+    sets = [(f"controls, length {bin_label(low, high)}", index)
+            for index, (low, high) in enumerate(evaluation["bins"])]
+    if evaluation.get("flare_test"):
+        sets.append(("controls, FLaRe's test split", None))
+    out = []
+    for title, index in sets:
+        rows = [_controls_row(entry["language"], entry["flare_test"] if index is None
+                              else entry["bins"][index]) for entry in languages]
         out.append(_render(title, head, rows, markdown))
     return "\n\n".join(out)
 
@@ -114,8 +176,15 @@ def summary(manifest: dict, languages: Sequence[dict], constructions: Sequence[d
              "trials. soft: the trained model (float64); c = 10, c = 100: its twin at cθ; "
              "limit: its exact saturated limit (limit_signs), undetermined strings counted "
              "wrong; construction: satsim's hand-built model, saturated.")
-    parts = [intro, bin_tables(languages, constructions, evaluation, markdown),
-             norm_table(languages, markdown)]
+    if manifest.get("data"):
+        intro += (f" Trained on FLaRe's data ({manifest['data']}); the bins are satsim's "
+                  "test sets, FLaRe's test split is scored against FLaRe's labels (relabelled: "
+                  "strings whose FLaRe label is not the oracle's).")
+    parts = [intro, bin_tables(languages, constructions, evaluation, markdown)]
+    if evaluation.get("flare_test"):
+        parts.append(flare_test_table(languages, evaluation, markdown))
+    parts.append(controls_tables(languages, evaluation, markdown))
+    parts.append(norm_table(languages, markdown))
     if any(not row["language"] for row in constructions):
         parts.append(construction_table(constructions, evaluation, markdown))
     return "\n\n".join(parts)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from satsim.cli.options import OutputPath, PlotPath, count, cpu_count, real
+from satsim.cli.options import NonEmptyPath, OutputPath, PlotPath, count, cpu_count, real
 from satsim.cli.sweep import GROUP_HELP
 from satsim.errors import SatsimError
 from satsim.output import write_text_atomically
@@ -29,7 +29,14 @@ def command() -> None:
 @click.option("--out", type=OutputPath(folder=True), required=True,
               help="Benchmark folder: rerun the same command on it to resume.")
 @click.option("--lang", "lang_text", default="",
-              help="FLaRe languages, comma-separated [default: all eighteen].")
+              help="FLaRe languages, comma-separated [default: all eighteen, or those --data "
+              "holds].")
+@click.option("--data", type=NonEmptyPath(exists=True, file_okay=False), default=None,
+              help="Train on FLaRe's published data: a folder of language folders (main.tok, "
+              "labels.txt, datasets/validation-long, datasets/test); each model is scored on "
+              "its language's test split too, against FLaRe's labels.")
+@click.option("--seed", type=count(0), default=0, show_default=True,
+              help="Base seed: each (language, trial) draws its own from it.")
 @click.option("--trials", type=count(1), default=None,
               help="Trials per language [default: the scale's].")
 @click.option("-n", "n", type=count(1), default=None,
@@ -50,20 +57,24 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="JSON lines: each model's row as it finishes, then one row per language "
               "and per construction.")
-def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address, cpus_per_run,
-                  gpus_per_run, group_size, plot_path, as_json) -> None:
+def flare_command(scale, engine, out, lang_text, data, seed, trials, n, fixed, jobs, address,
+                  cpus_per_run, gpus_per_run, group_size, plot_path, as_json) -> None:
     """Train FLaRe's recognisers (0–40), score soft, scaled and saturated limit to length 500."""
     from satsim.benchmarks import flare
+    from satsim.benchmarks.flare_data import data_languages
     from satsim.benchmarks.tables import model_line, summary
     from satsim.cli.sweep import _engine_options
     from satsim.training.grid import parse_pairs, parse_setting
     from satsim.training.runs import failures_line
 
     chosen = flare.scale_named(scale)
-    languages = flare.language_names(lang_text)
+    if data is not None and not lang_text:
+        languages = data_languages(data)
+    else:
+        languages = flare.language_names(lang_text)
     overrides = {key: parse_setting(key, value) for key, value in parse_pairs(fixed, "--set")}
-    configs = flare.plan(chosen, languages, trials or chosen.trials, overrides, n)
-    manifest = flare.manifest_for(chosen, languages, configs, overrides)
+    configs = flare.plan(chosen, languages, trials or chosen.trials, overrides, n, data, seed)
+    manifest = flare.manifest_for(chosen, languages, configs, overrides, seed)
     ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
     flare.check_folder(configs, manifest, out, engine)
 
@@ -71,9 +82,11 @@ def flare_command(scale, engine, out, lang_text, trials, n, fixed, jobs, address
     done = []
     found = {path.stem for path in (Path(out) / "results").glob("*.json")}
     changed = "".join(f", {key}={value}" for key, value in overrides.items())
+    source = f"FLaRe's data in {manifest['data']}" if data else "satsim's samplers"
     click.echo(f"FLaRe benchmark, scale {chosen.name}{changed}: {len(languages)} languages × "
-               f"{manifest['trials']} trials = {total} models, {manifest['evaluation']['n']} "
-               f"test strings per bin; engine {engine}; folder {out}", err=True)
+               f"{manifest['trials']} trials = {total} models on {source}, base seed {seed}, "
+               f"{manifest['evaluation']['n']} test strings per bin; engine {engine}; folder "
+               f"{out}", err=True)
 
     def heard(row: dict) -> None:
         done.append(row["name"])

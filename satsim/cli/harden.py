@@ -6,6 +6,8 @@ The hybrid is written as a spec; :mod:`satsim.analysis.harden` does the work.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -15,10 +17,22 @@ from satsim.errors import SatsimError
 ZOO_BINS = "0-50,51-100,101-150"
 
 
-def _strings(spec, lang_name: str | None, bins, n: int, seed: int) -> list[list[str]]:
-    """Each bin's strings: the language's (positives for a next-symbol model), else random."""
-    from satsim.analysis.strings import bin_seed, sample_strings, test_set
+def _strings(spec, model: str, lang_name: str | None, bins, n: int, seed: int
+             ) -> tuple[list[list], Callable[[object], int] | None, str]:
+    """Each bin's strings, where their scored positions start, and what they are.
 
+    The language's strings (positives for a next-symbol model); else a zoo checkpoint's own
+    task (satsim.interop.zoo_tasks: examples read with teacher forcing, scored from ``<sep>``
+    on); else random strings.
+    """
+    from satsim.analysis.strings import bin_seed, sample_strings, test_set
+    from satsim.interop import zoo_tasks
+
+    task = zoo_tasks.task_of(Path(model).name) if lang_name is None else None
+    if task is not None:
+        return [[zoo_tasks.model_input(whole) for whole in zoo_tasks.draw_examples(
+            task, n, low, high, bin_seed(seed, index))] for index, (low, high) in enumerate(bins)
+        ], lambda read: list(read).index(zoo_tasks.SEP), f"zoo task {task.name}, scored from <sep>"
     language = None if lang_name is None else get_language(lang_name)
     groups = []
     for index, (low, high) in enumerate(bins):
@@ -27,7 +41,7 @@ def _strings(spec, lang_name: str | None, bins, n: int, seed: int) -> list[list[
         else:
             groups.append(test_set(language, n, low, high, bin_seed(seed, index),
                                    negatives=spec.output.task == "recognition")[0])
-    return groups
+    return groups, None, "random strings" if language is None else f"language {lang_name}"
 
 
 def _delta_text(delta, default: str = "-") -> str:
@@ -55,7 +69,8 @@ def _print(result) -> None:
 @click.option("-o", "--output", "out", type=OutputPath(), required=True,
               help="Where to write the hybrid model (.safetensors).")
 @click.option("--lang", "lang_name", default=None,
-              help="Draw each bin's strings from this language (default: random strings).")
+              help="Draw each bin's strings from this language (default: a zoo checkpoint's "
+                   "own task, else random strings).")
 @click.option("--bins", default=ZOO_BINS, show_default=True, help="Length bins, low-high,...")
 @click.option("-n", "n", type=count(1), default=40, show_default=True,
               help="Strings per bin.")
@@ -81,12 +96,15 @@ def command(model: str, out: str, lang_name: str | None, bins: str, n: int, seed
     spec = load_model(None, model)
     if spec.fixed_kinds:
         raise SatsimError(f"{model} already fixes attention kinds per head; harden its soft model")
-    result = harden(spec, _strings(spec, lang_name, bin_list, n, seed), bin_list)
+    strings, scored_from, source = _strings(spec, model, lang_name, bin_list, n, seed)
+    result = harden(spec, strings, bin_list, scored_from)
     save_spec(result.spec, out)
     if as_json:
-        click.echo(json.dumps({"model": spec.name, "output": out, "bins": bin_list,
+        click.echo(json.dumps({"model": spec.name, "output": out, "strings": source,
+                               "bins": bin_list,
                                "agreement": result.agreement, "hardened": result.hardened,
                                "heads": [asdict(r) for r in result.heads]}))
     else:
+        click.echo(f"strings: {source}")
         _print(result)
         click.echo(f"wrote {out}")

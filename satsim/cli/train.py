@@ -73,6 +73,12 @@ def _read_data_folder(settings: dict, context) -> None:
 @_option("lr", real(0, min_open=True), "Learning rate.")
 @_option("weight_decay", real(0), "Weight decay.")
 @_option("momentum", real(0, 1, max_open=True), "SGD momentum.")
+@_option("clip_norm", real(0), "Scale each step's gradient to at most this L2 norm (0: no "
+         "clipping; FLaRe clips at 5).")
+@_option("attention_beta", real(0, min_open=True),
+         "Inverse temperature of the attention scores at the last step, grown geometrically "
+         "from 1 at step 0 (toward saturated attention); saved models carry it in their score "
+         "scales.")
 @_option("layers", count(1), "Blocks.")
 @_option("d_model", count(1), "Residual width.")
 @_option("heads", count(1), "Heads per layer.")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.interop.zoo_tasks import task_of
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -104,7 +105,13 @@ def default_vocab(config: dict[str, Any], size: int) -> list[str]:
 
 
 def zoo_vocab(folder_name: str, size: int) -> list[str] | None:
-    """The zoo's vocabulary for a formal-language model named ``folder_name``, if it is one."""
+    """The zoo's vocabulary for a model named ``folder_name``, if it is a zoo task.
+
+    A formal language, or an algorithmic task of :mod:`satsim.interop.zoo_tasks`.
+    """
+    algorithmic = task_of(folder_name)
+    if algorithmic is not None:
+        return list(algorithmic.vocab) if len(algorithmic.vocab) == size else None
     task = folder_name.split("-")[0].lower().removeprefix("bce_")
     for key, symbols in ZOO_ALPHABETS.items():
         if (task.startswith(key) if key != "d" else task[:1] == "d" and task[1:].isdigit()):

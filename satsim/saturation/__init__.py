@@ -11,7 +11,8 @@
   and NaN (an ``undetermined`` finding) where the terms it tracks cannot decide.
 - ``limit_signs(spec, strings)``: which decisions the saturated model makes, fast and checked:
   the leading-order network in the compiled engine, the exact expansion where that run shows it
-  is not the limit.
+  is not the limit. ``limit_argmax(spec, inputs)``: a categorical model's answer in the limit,
+  the label of the largest logit per position (None where undetermined), checked the same way.
 - The measures of how close a soft model is to its limit live in ``satsim.analysis.measures``
   (they run the torch soft twin).
 """
@@ -22,7 +23,7 @@ from satsim.model.scaling import parse_rates, rated, scale_spec
 from satsim.saturation.exact import ExactLimit, Finding, exact_limit
 from satsim.saturation.limit import LeadingOrder, leading_order, limit
 from satsim.saturation.run import LimitRun, run_limit
-from satsim.saturation.signs import LimitPredictor, LimitSigns, limit_signs
+from satsim.saturation.signs import LimitPredictor, LimitSigns, limit_argmax, limit_signs
 
 __all__ = [
     "ExactLimit",
@@ -38,6 +39,7 @@ __all__ = [
     "growth_exponent",
     "leading_order",
     "limit",
+    "limit_argmax",
     "limit_signs",
     "max_safe_scale",
     "network_graph",

@@ -25,18 +25,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.engine.batch import forward_batch
+from satsim.errors import SatsimError
 from satsim.model.architecture import Backend, Branch, counting_heads
 from satsim.model.architecture import run as run_model
 from satsim.model.encoding import encode_batch, positional_vectors
 from satsim.model.masks import mask_codes
-from satsim.model.readout import next_symbol_sets
+from satsim.model.readout import input_rows, next_symbol_sets
 from satsim.model.scaling import Rates
 from satsim.model.settings import AttentionSettings, tie_tolerance
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.saturation.exact import ExactLimit, exact_limit
 from satsim.saturation.kernels.tie_values import tie_value_spread
 from satsim.saturation.limit import LeadingOrder, leading_order
-from satsim.saturation.series import ORDERS
+from satsim.saturation.series import ORDERS, Series, leading, snap
 
 VANISHING = 1e-9
 """Relative size below which a float64 leading-order quantity counts as zero at its degree."""
@@ -159,8 +160,11 @@ class _Checker:
         self.mask_codes = [mask_codes(a.head_masks) for a in attention]
         self.scales = [a.score_scale for a in attention]
 
-    def run(self, ids: list[np.ndarray]) -> tuple[list[np.ndarray], list[str]]:
-        """Readout signs of the leading-order network, and per string why it cannot be trusted."""
+    def run(self, ids: list[np.ndarray]) -> tuple[list[np.ndarray], list[str], np.ndarray]:
+        """Leading-order readout logits, why each string's cannot be trusted, the logit bounds.
+
+        The logits are the top-degree coefficients; the bounds are per output.
+        """
         norm_inputs: list[np.ndarray] = []
         run = forward_batch(self.spec, ids, self.settings, trace=True, norm_inputs=norm_inputs)
         lengths = np.array([len(seq) for seq in ids])
@@ -169,10 +173,10 @@ class _Checker:
         reasons = np.full(len(ids), "", dtype=object)
         if self.spec.output.readout == "last":
             readout = run.logits[np.arange(len(ids)), lengths - 1]
-            signs = list(np.sign(readout))
+            logits = list(readout)
             vanished = (np.abs(readout) <= VANISHING * logit_bounds).any(axis=-1)
         else:
-            signs = [np.sign(run.logits[row, :n]) for row, n in enumerate(lengths)]
+            logits = [run.logits[row, :n] for row, n in enumerate(lengths)]
             vanished = ((np.abs(run.logits) <= VANISHING * logit_bounds) & valid[..., None]).any(
                 axis=(1, 2))
         reasons[vanished] = "a readout logit is zero at the top degree"
@@ -189,7 +193,7 @@ class _Checker:
             differ = (spread > VANISHING * magnitude).any(axis=1)
             reasons[differ & (reasons == "")] = (
                 f"a tie set at attention layer {index} holds keys whose values differ")
-        return signs, list(reasons)
+        return logits, list(reasons), logit_bounds
 
 
 def batches(ids: Sequence[np.ndarray]) -> list[list[int]]:
@@ -246,7 +250,8 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     Shapes follow the simulator's logits: (n_outputs,) for a last-position readout,
     (n_tokens, n_outputs) per position. Strings that the leading-order network cannot answer
     are answered by the exact expansion, and :attr:`LimitSigns.exact` says which. Signs are
-    defined for every task; a categorical answer (the largest logit) is not decoded here.
+    defined for every task; a categorical answer (the largest logit) is
+    :func:`limit_argmax`'s.
     """
     network = leading_order(spec.astype(np.float64), rates)
     ids = encode_batch(network.spec, strings)
@@ -254,9 +259,9 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
     signs: list[np.ndarray | None] = [None] * len(ids)
     reasons = [""] * len(ids)
     for batch in batches(ids):
-        got, why = checker.run([ids[i] for i in batch])
-        for i, sign, reason in zip(batch, got, why):
-            signs[i], reasons[i] = sign, reason
+        got, why, _ = checker.run([ids[i] for i in batch])
+        for i, logits, reason in zip(batch, got, why):
+            signs[i], reasons[i] = np.sign(logits), reason
     last = network.spec.output.readout == "last"
     orders = first_orders(network)
     for i, reason in enumerate(reasons):
@@ -265,6 +270,77 @@ def limit_signs(spec: ModelSpec, strings: Sequence[str], rates: Rates | None = N
                            lambda found: np.isnan(found.logit_signs()).any()).logit_signs()
             signs[i] = exact[-1] if last else exact
     return LimitSigns(signs, np.array([bool(r) for r in reasons], dtype=bool), reasons)
+
+
+def _lexicographic_top(stacked: np.ndarray) -> np.ndarray:
+    """Per row, the label whose coefficients (degrees from the top down) are largest."""
+    candidates = np.ones(stacked.shape[1:], dtype=bool)
+    for coefficients in stacked:
+        values = np.where(candidates, np.nan_to_num(coefficients, nan=-np.inf), -np.inf)
+        candidates &= values == values.max(axis=-1, keepdims=True)
+    return np.argmax(candidates, axis=-1)
+
+
+def _exact_argmax(logits: Series) -> np.ndarray:
+    """Per row, the index of the largest logit as c → ∞ from its expansion, or -1.
+
+    The candidate is the lexicographically largest coefficient vector; it is the answer where its
+    difference to every other logit has a known positive leading term (rounding noise of each
+    degree's difference snapped to zero), and -1 where a difference is zero or unknown (a tie in
+    the limit, or a term below what the expansion knows).
+    """
+    degrees, stacked = logits.stack()
+    top = _lexicographic_top(stacked)
+    rows = np.arange(top.size).reshape(top.shape)
+    terms = {}
+    for degree, coefficients in zip(degrees, stacked):
+        best = coefficients[rows, top][..., None]
+        terms[degree] = snap(best - coefficients, np.maximum(np.abs(best), np.abs(coefficients)))
+    sign, _ = leading(Series(terms, logits.floor))
+    others = np.ones(sign.shape, dtype=bool)
+    np.put_along_axis(others, top[..., None], False, axis=-1)
+    beaten = np.where(others, sign > 0, True).all(axis=-1)
+    return np.where(beaten, top, -1)
+
+
+def limit_argmax(spec: ModelSpec, inputs: Sequence, rates: Rates | None = None
+                 ) -> list[list[str | None]]:
+    """A categorical model's answer as c → ∞: per input token, the label of the largest logit.
+
+    Exact: the label is the limit's argmax where the leading-order network's logits (unflagged
+    by the checks of :func:`limit_signs`) have a top label ahead of the second by more than
+    rounding at the top degree, else where the exact expansion puts one label ahead of every
+    other at some degree; None where the top two tie in the limit or the limit cannot decide.
+    Answers cover the input tokens (BOS's row dropped), as :meth:`Simulator.outputs` gives them.
+    """
+    if spec.output.task != "categorical" or spec.output.readout != "per-position":
+        raise SatsimError(f"the limit's argmax needs a categorical per-position model; model "
+                          f"{spec.name!r} has {spec.output.readout} {spec.output.task} outputs")
+    network = leading_order(spec.astype(np.float64), rates)
+    ids = encode_batch(network.spec, inputs)
+    checker = _Checker(network)
+    labels = spec.output.labels
+    top: list[np.ndarray | None] = [None] * len(ids)
+    for batch in batches(ids):
+        got, why, bounds = checker.run([ids[i] for i in batch])
+        for i, logits, reason in zip(batch, got, why):
+            if reason:
+                continue
+            order = np.argsort(logits, axis=-1)
+            first, second = order[:, -1], order[:, -2]
+            rows = np.arange(len(logits))
+            gap = logits[rows, first] - logits[rows, second]
+            if (gap > VANISHING * (bounds[first] + bounds[second])).all():
+                top[i] = first
+    orders = first_orders(network)
+    answers = []
+    for i, found in enumerate(top):
+        if found is None:
+            found = _exact_argmax(_exact(network, inputs[i], orders,
+                                         lambda e: (_exact_argmax(e.logits) < 0).any()).logits)
+        rows = input_rows(spec, found[:, None])[:, 0]
+        answers.append([None if k < 0 else labels[k] for k in rows])
+    return answers
 
 
 class LimitPredictor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -43,6 +44,8 @@ class TrainConfig:
     lr: float = 3e-3
     weight_decay: float = 0.0
     momentum: float = 0.0
+    clip_norm: float = 0.0  # each step's gradient scaled to at most this L2 norm (0: never)
+    attention_beta: float = 1.0  # the scores' inverse temperature at the last step (annealed)
     layers: int = 2
     d_model: int = 16
     heads: int = 2
@@ -77,7 +80,7 @@ class TrainConfig:
                 raise SatsimError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise SatsimError(f"seed must be a non-negative integer, got {self.seed!r}")
-        for name in ("lr", "weight_decay", "momentum"):
+        for name in ("lr", "weight_decay", "momentum", "clip_norm"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0 and value == value
                     and value != float("inf")):
@@ -86,6 +89,10 @@ class TrainConfig:
             raise SatsimError("data and data_digest must be strings (a folder, its digest)")
         if self.lr == 0:
             raise SatsimError("lr must be positive")
+        if not (isinstance(self.attention_beta, (int, float)) and 0 < self.attention_beta
+                and math.isfinite(self.attention_beta)):
+            raise SatsimError(f"attention_beta must be a finite number > 0, got "
+                              f"{self.attention_beta!r}")
         if self.momentum >= 1:
             raise SatsimError(f"momentum must be below 1, got {self.momentum!r}")
         if self.batch_size > self.train_size:
@@ -114,6 +121,14 @@ class TrainConfig:
                               f"({longest + 1} tokens with BOS), more than the {self.n_ctx} rows "
                               "of a learned positional table (n_ctx); choose positional "
                               "sinusoidal or none, a split of shorter strings, or a larger n_ctx")
+
+    def beta_at(self, step: int) -> float:
+        """The scores' inverse temperature at ``step``.
+
+        Geometric from 1 at step 0 to ``attention_beta`` at the last step (1 throughout by
+        default).
+        """
+        return 1.0 if self.attention_beta == 1 else self.attention_beta ** (step / self.steps)
 
     def to_dict(self) -> dict:
         """The fields as a JSON-ready dict."""

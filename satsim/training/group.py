@@ -34,6 +34,16 @@ Progress = Callable[[int, int], None]
 """Hears (index of the run in the group, steps it just made)."""
 
 
+def clip_rows(grad: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
+    """Each model's gradient (a row) scaled to at most its limit in L2 norm (0: left alone).
+
+    The scale is ``torch.nn.utils.clip_grad_norm_``'s. A row's padding (embedding rows of a
+    smaller vocabulary) has zero gradient, so the row's norm is its model's.
+    """
+    scale = torch.clamp(limits / (torch.linalg.vector_norm(grad, dim=1) + 1e-6), max=1.0)
+    return grad * torch.where(limits > 0, scale, torch.ones_like(scale))[:, None]
+
+
 def group_key(config: TrainConfig, labels: int) -> tuple:
     """What runs must share to train in one stack (``labels``: the model's output logits)."""
     shared = ("task", "layers", "d_model", "heads", "d_head", "d_mlp", "norm", "positional",
@@ -138,6 +148,10 @@ class Stack:
         self.flat.requires_grad_(True)
         self.optimizer = StackedOptimizer(config.optimizer, [t.config.lr for t in trainers],
                                           config.weight_decay, config.momentum, self.flat)
+        self.clip_norms = torch.tensor([t.config.clip_norm for t in trainers], dtype=dtype,
+                                       device=device)
+        self.annealing = any(t.config.attention_beta != 1 for t in trainers)
+        self.betas = torch.ones(len(trainers), dtype=dtype, device=device)  # each row's β
         self.steps = list(starts or [0] * len(trainers))  # each model's next step t
         for row, trainer in enumerate(trainers):
             state = trainer.optimizer.state_dict()["state"]
@@ -201,7 +215,8 @@ class Stack:
         self.trainers = [self.trainers[row] for row in rows]
         self.steps = [self.steps[row] for row in rows]
         self.sizes = [self.sizes[row] for row in rows]
-        for name in ("tokens", "lengths", "mask", "targets", "picked", "weights"):
+        for name in ("tokens", "lengths", "mask", "targets", "picked", "weights", "clip_norms",
+                     "betas"):
             setattr(self, name, getattr(self, name)[index])
         self.graph = None
         self._point()
@@ -225,6 +240,10 @@ class Stack:
             rows = trainer.data.batch_rows(trainer.config.seed, step, self.sizes[row])
             picks[row, :len(rows)] = rows
         self.picked.copy_(torch.from_numpy(picks))
+        if self.annealing:  # in place: a captured CUDA graph reads this tensor
+            self.betas.copy_(torch.tensor([t.config.beta_at(step) for t, step in
+                                           zip(self.trainers, self.steps)],
+                                          dtype=torch.float64))
         replayed = None
         if self.graphs and self.flat.device.type == "cuda" and not any(logged):
             replayed = self._replay()
@@ -244,9 +263,12 @@ class Stack:
                 errors[row] = error
         if errors:
             raise _Diverged(errors)
+        if bool((self.clip_norms > 0).any()):
+            grad = clip_rows(grad, self.clip_norms)
         weights = self.weights.float()  # float32, as a run alone takes its mean
         accuracy = ((correct * weights).sum(dim=1) / weights.sum(dim=1)).cpu().tolist()
-        before = {row: self.trainers[row].observe() for row, flag in enumerate(logged) if flag}
+        before = {row: self.trainers[row].observe(self.steps[row])
+                  for row, flag in enumerate(logged) if flag}
         grads = {row: self._grad_snapshot(grad, row) for row in before}
         self.optimizer.step(self.flat.detach(), grad)
         rows = []
@@ -262,7 +284,8 @@ class Stack:
         tokens, lengths = self.tokens[models, self.picked], self.lengths[models, self.picked]
         recognition = self.task == "recognition"
         logits = stacked_forward(self.layout.spec, self.layout.views(self.flat), tokens,
-                                 lengths - 1 if recognition else None, self.constants)
+                                 lengths - 1 if recognition else None, self.constants,
+                                 self.betas if self.annealing else None)
         read = logits[..., 0] if recognition else logits
         return stacked_loss_and_correct(read, self.targets[models, self.picked],
                                         self.mask[models, self.picked], self.task, self.weights)

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 
 import torch
 
+from satsim.training.report import vector_cosine
+
 LAYER_PARTS = ("embed", "pos_embed", "ln_final", "unembed")
 
 
@@ -40,10 +42,12 @@ def norms(theta: dict[str, torch.Tensor]) -> tuple[float, dict[str, float], dict
             {k: math.sqrt(v) for k, v in groups.items()})
 
 
-def cosine(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    """Cosine between two parameter vectors (tensors flattened in name order)."""
-    denominator = math.sqrt(dot(a, a) * dot(b, b))
-    return dot(a, b) / denominator if denominator > 0 else 0.0
+def cosine(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float | None:
+    """Cosine between two parameter vectors (tensors flattened in name order).
+
+    :func:`satsim.training.report.cosine` on the flattened vectors: None where either is zero.
+    """
+    return vector_cosine(dot(a, b), dot(a, a), dot(b, b))
 
 
 def parameter_record(theta: dict[str, torch.Tensor], grad: dict[str, torch.Tensor],

@@ -26,6 +26,7 @@ from languages.base import LanguageError
 from satsim.analysis.measures import representation_similarity
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec, save_spec
+from satsim.model.spec import ModelSpec
 from satsim.output import write_text_atomically
 from satsim.soft import SoftTransformer
 from satsim.soft.device import resolve_device
@@ -56,13 +57,13 @@ def make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
     return kind(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
-def accuracy(model: SoftTransformer, data: Examples, task: str) -> float:
-    """String accuracy of the soft model on ``data`` (every decision right)."""
+def accuracy(model: SoftTransformer, data: Examples, task: str, beta: float = 1.0) -> float:
+    """String accuracy of the soft model (scores times ``beta``) on ``data``."""
     right = 0
     with torch.no_grad():
         for start in range(0, len(data), EVAL_CHUNK):
             batch = data.take(np.arange(start, min(start + EVAL_CHUNK, len(data))))
-            logits = model(batch.tokens.to(model.device), batch.lengths).logits
+            logits = model(batch.tokens.to(model.device), batch.lengths, beta=beta).logits
             right += int(loss_and_correct(logits, batch, task)[1].sum())
     return right / len(data)
 
@@ -158,10 +159,25 @@ class Trainer:
         self.elapsed = float(point.state.get("elapsed", 0.0))
         return point.step
 
-    def held_out(self) -> dict[str, float]:
-        """String accuracy on every held-out set at the current θ."""
-        return {name: accuracy(self.model, data, self.config.task)
+    def held_out(self, step: int) -> dict[str, float]:
+        """String accuracy on every held-out set at the current θ (and step ``step``'s β)."""
+        beta = self.config.beta_at(step)
+        return {name: accuracy(self.model, data, self.config.task, beta)
                 for name, data in self.data.held_out.items()}
+
+    def spec_at(self, step: int) -> ModelSpec:
+        """The model as a spec at step ``step``: θ, with that step's β in its score scales.
+
+        The saved spec computes what training computed: its soft twin is the trained function,
+        and its limit is θ's (a constant factor on the scores leaves the limit as it is).
+        """
+        spec, beta = self.model.to_spec(), self.config.beta_at(step)
+        if beta == 1:
+            return spec
+        blocks = tuple(block if block.attn is None else replace(
+            block, attn=replace(block.attn, scale=beta * block.attn.score_scale))
+            for block in spec.blocks)
+        return replace(spec, blocks=blocks)
 
     def checkpoint_cosine(self, step: int) -> float | None:
         """cos(θ_step, θ at the checkpoint before it), read from disk (None for the first)."""
@@ -174,36 +190,39 @@ class Trainer:
         return cosine(snapshot(self.model.named_parameters()), previous)
 
     def checkpoint(self, step: int) -> None:
-        """Save θ_step with the optimiser state."""
+        """Save θ_step (with step's β, :meth:`spec_at`) with the optimiser state."""
         state = {"optimizer": self.optimizer.state_dict(), "previous": self.previous,
                  "elapsed": torch.tensor(self.elapsed, dtype=torch.float64)}
         if self.previous is None:
             del state["previous"]
-        save_checkpoint(self.run, step, self.model.to_spec(), state)
+        save_checkpoint(self.run, step, self.spec_at(step), state)
 
     def step(self, t: int, logged: bool) -> dict | None:
         """One optimiser step on batch t; the metrics row of θ_t when ``logged``."""
         config = self.config
         batch = self.data.batch(config.seed, t, config.batch_size)
-        logits = self.model(batch.tokens.to(self.model.device), batch.lengths).logits
+        logits = self.model(batch.tokens.to(self.model.device), batch.lengths,
+                            beta=config.beta_at(t)).logits
         loss, correct = loss_and_correct(logits, batch, config.task)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         check_loss(float(loss.detach()), t)
+        if config.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip_norm)
         if not logged:
             self.optimizer.step()
             return None
         named = list(self.model.named_parameters())
-        before = self.observe()
+        before = self.observe(t)
         grad = snapshot((name, p.grad if p.grad is not None else torch.zeros_like(p))
                         for name, p in named)
         self.optimizer.step()
         return self.logged_row(t, float(loss.detach()), float(correct.float().mean()), before,
                                grad)
 
-    def observe(self) -> tuple[dict[str, torch.Tensor], float]:
+    def observe(self, step: int) -> tuple[dict[str, torch.Tensor], float]:
         """θ (float64 copies) and the probe's representation similarity, before an update."""
-        similarity = representation_similarity(self.model.to_spec(), self.probe,
+        similarity = representation_similarity(self.spec_at(step), self.probe,
                                                REPRESENTATION_SCALE, device="cpu")
         return snapshot(self.model.named_parameters()), similarity
 
@@ -298,7 +317,7 @@ class Course:
         """Evaluate and checkpoint θ_t where due; return whether step t's row is logged."""
         trainer, config = self.trainer, self.trainer.config
         at_checkpoint = t % config.checkpoint_every == 0
-        self.evaluation = trainer.held_out() if at_checkpoint else None
+        self.evaluation = trainer.held_out(t) if at_checkpoint else None
         self.turn = trainer.checkpoint_cosine(t) if at_checkpoint else None
         if at_checkpoint and t > self.start or t == 0:
             trainer.elapsed = time.perf_counter() - self.clock
@@ -318,10 +337,10 @@ class Course:
     def finish(self) -> TrainResult:
         """Evaluate and save the final model, write summary.json (the run is then done)."""
         trainer, config, run = self.trainer, self.trainer.config, self.trainer.run
-        final_eval = trainer.held_out()
+        final_eval = trainer.held_out(config.steps)
         trainer.elapsed = time.perf_counter() - self.clock
         trainer.checkpoint(config.steps)
-        final = trainer.model.to_spec()
+        final = trainer.spec_at(config.steps)
         save_spec(final, run / "final.safetensors")
         norm = norms(snapshot(trainer.model.named_parameters()))[0]
         result = TrainResult(run, config.steps, self.start or None, final_eval, norm,

@@ -11,6 +11,7 @@ direction of θ, scores the soft model and its saturated limit per length bin
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,12 +129,17 @@ def flat_parameters(spec: ModelSpec) -> np.ndarray:
     return np.concatenate([np.ravel(tensors[name]).astype(np.float64) for name in sorted(tensors)])
 
 
+def vector_cosine(ab: float, aa: float, bb: float) -> float | None:
+    """Cos from ⟨a, b⟩, ‖a‖² and ‖b‖²: None where either vector is zero (it has no direction)."""
+    denominator = math.sqrt(aa * bb)
+    return ab / denominator if denominator > 0 else None
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float | None:
     """cos(a, b) of two vectors (None if either is zero or their shapes differ)."""
     if a.shape != b.shape:
         return None
-    denominator = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(a @ b) / denominator if denominator > 0 else None
+    return vector_cosine(float(a @ b), float(a @ a), float(b @ b))
 
 
 def direction_to_final(run: Run) -> list[dict]:

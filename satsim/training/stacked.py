@@ -90,10 +90,11 @@ class StackedPass(Backend[Tensor]):
     """The walk's operations on (M, B, T, d) streams with parameters (M, ...)."""
 
     def __init__(self, params: dict[str, Tensor], spec: ModelSpec,
-                 constants: dict | None = None) -> None:
+                 constants: dict | None = None, betas: Tensor | None = None) -> None:
         self.params = params
         self.spec = spec
         self.constants = {} if constants is None else constants
+        self.betas = betas  # (M,): each model's scores times its β (None: 1)
 
     def embed(self, tokens: Tensor) -> Tensor:
         """Each model's token rows plus positions for its padded batch, tokens (M, B, T).
@@ -144,6 +145,8 @@ class StackedPass(Backend[Tensor]):
             return out.permute(0, 1, 3, 2, 4).reshape(models * batch, heads, n, e)
 
         q, k, v = project("W_Q", "b_Q"), project("W_K", "b_K"), project("W_V", "b_V")
+        if self.betas is not None:  # β·scores, as q·β: rows are model-major (M·B)
+            q = q * self.betas.repeat_interleave(batch)[:, None, None, None]
         z = causal_attention(q, k, v, branch.module.score_scale)
         w_o = self._bag(p, "W_O")  # (M, h, e, d)
         heads, e, d = w_o.shape[1:]
@@ -193,14 +196,16 @@ def causal_attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
 
 
 def stacked_forward(spec: ModelSpec, params: dict[str, Tensor], tokens: Tensor,
-                    last: Tensor | None, constants: dict | None = None) -> Tensor:
+                    last: Tensor | None, constants: dict | None = None,
+                    betas: Tensor | None = None) -> Tensor:
     """Logits of M models on their padded batches ``tokens`` (M, B, T).
 
     With ``last`` (M, B) only those positions are unembedded: logits (M, B, K); else every
     position's, (M, B, T, K). ``constants`` caches parameter-free tables (the sinusoids) on the
-    device between calls, so that a captured CUDA graph copies nothing from the host.
+    device between calls, so that a captured CUDA graph copies nothing from the host. ``betas``
+    (M,) multiplies each model's attention scores (None: 1).
     """
-    walk = StackedPass(params, spec, constants)
+    walk = StackedPass(params, spec, constants, betas)
     final = run_blocks(spec, walk, walk.embed(tokens))
     if last is not None:
         final = torch.gather(final, 2, last[:, :, None, None].expand(-1, -1, 1, final.shape[-1]))

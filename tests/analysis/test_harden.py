@@ -15,7 +15,7 @@ import pytest
 import languages
 from satsim import Simulator, load_spec
 from satsim.analysis import strings as string_policy
-from satsim.analysis.harden import MAX_CLASSES, harden
+from satsim.analysis.harden import MAX_CLASSES, _Judge, first_changes, harden, with_kinds
 from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.readout import next_symbol_sets
 from satsim.reference.attention import class_count
@@ -82,3 +82,50 @@ def test_the_command_writes_a_hybrid_that_loads_runs_and_shows_its_kinds(tmp_pat
                for h in shown["heads"])
     again = run_satsim("harden", str(out), "-o", str(tmp_path / "again.safetensors"))
     assert again.returncode == 2 and "already fixes attention kinds" in again.stderr
+
+
+def test_only_the_scored_positions_count_toward_agreement():
+    spec = from_hf_gpt2(ZOO / "bce_D2", check=False)
+    strings = _strings("d2", 12, 0)
+    saturated = {(0, 0): ("saturated", None)}
+    every = _Judge(spec, strings).agreement(saturated)
+    assert min(every) < 0.5  # saturated attention changes the D_2 model's answers
+    last = _Judge(spec, strings, lambda s: len(s)).agreement(saturated)
+    soft = Simulator(spec, "softmax").next_symbols
+    hard = Simulator(with_kinds(spec, saturated)).next_symbols
+    for group, share in zip(strings, last):  # the answer after the whole string alone
+        assert share == np.mean([a[-1] == b[-1] for a, b in zip(soft(group), hard(group))])
+
+
+def test_first_changes_finds_the_first_grid_value_that_changes_a_bin():
+    spec = from_hf_gpt2(ZOO / "bce_D2", check=False)
+    strings = _strings("d2", 12, 0)
+    same = first_changes(spec, strings, (1.5, 2.0), lambda _: Simulator(spec, "softmax"))
+    assert same == (None, None)
+    tried = []
+
+    def saturated_from_two(value):
+        tried.append(value)
+        return Simulator(spec, "saturated" if value >= 2 else "softmax")
+    assert first_changes(spec, strings, (1.5, 2.0, 3.0), saturated_from_two) == (2.0, 2.0)
+    assert tried == [1.5, 2.0]  # every bin changed at 2: the grid stops there
+
+
+def test_the_command_hardens_a_zoo_algorithmic_checkpoint_on_its_own_task(tmp_path):
+    # The D_2 weights under a bin_majority name, read as an ordinary LM head: the same vocabulary
+    # size (two symbols and four specials), so the checkpoint imports as that task's model.
+    folder = tmp_path / "bin_majority-@1l1h16d3lr01drop"
+    folder.mkdir()
+    config = json.loads((ZOO / "bce_D2" / "config.json").read_text())
+    config["architectures"] = ["GPT2LMHeadModel"]
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "model.safetensors").write_bytes((ZOO / "bce_D2" / "model.safetensors").read_bytes())
+    result = run_satsim("harden", str(folder), "-o", str(tmp_path / "h.safetensors"), "-n", "6",
+                        "--bins", "1-10,11-20", "--json")
+    assert result.returncode == 0, result.stderr
+    table = json.loads(result.stdout)
+    assert table["strings"] == "zoo task bin_majority, scored from <sep>"
+    assert min(table["agreement"]) >= 0.99
+    refused = run_satsim("harden", str(folder), "-o", str(tmp_path / "g.safetensors"),
+                         "--bins", "0-0")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: task bin_majority")

@@ -23,12 +23,15 @@ from click.testing import CliRunner
 import languages
 from satsim.analysis.strings import bin_seed
 from satsim.analysis.strings import test_set as draw
-from satsim.benchmarks import flare
+from satsim.benchmarks import flare, stats
 from satsim.cli.main import cli
 from satsim.model.io import load_spec
 from satsim.saturation import exact_limit
 from satsim.soft import SoftTransformer
 from satsim.training.checkpoint import spec_path
+from satsim.training.config import TrainConfig
+from satsim.training.data import run_data
+from satsim.training.report import flat_parameters
 from tests.cli.test_cli_errors import one_error_line
 from tests.support.helpers import run_satsim, stack_sizes
 
@@ -88,12 +91,71 @@ def test_every_model_is_scored_per_bin_on_the_checkpoint_validation_picked(refer
             ends = [len(s) for s in strings]  # BOS first: the last symbol's position
             accepted = logits[np.arange(len(strings)), ends, 0] > 0
             assert cell["soft"] == np.mean(accepted == labels)
-            if index == 0 and model["trial"] == 1:  # the limit against the exact expansion
-                exact = spec.astype(np.float64)
-                signs = np.array([exact_limit(exact, s).logit_signs()[-1, 0] for s in strings])
-                right = (~np.isnan(signs)) & ((signs > 0) == labels)
+            assert cell["hits"]["soft"] == int((accepted == labels).sum())
+            if index == 0 and model["trial"] == 1:  # the limits against the exact expansion
+                signs, right = exact_limit_answers(spec, strings, labels)
                 assert cell["limit"] == np.mean(right)
                 assert cell["undetermined"] == int(np.isnan(signs).sum())
+                decided = signs[~np.isnan(signs)] > 0
+                assert cell["limit_constant"] == (len(set(decided.tolist())) <= 1)
+                assert cell["agree"] == int(((signs > 0) == accepted)[~np.isnan(signs)].sum())
+                soft_right = accepted == labels
+                assert (cell["soft_only"], cell["limit_only"]) == (
+                    int((soft_right & ~right).sum()), int((~soft_right & right).sum()))
+                initial = load_spec(str(spec_path(run, 0)))
+                _, right_init = exact_limit_answers(initial, strings, labels)
+                assert cell["limit_init"] == np.mean(right_init)
+        assert sum(model["curve"]["n"]) == sum(cell["n"] for cell in model["bins"])
+        assert sum(model["curve"]["limit"]) == sum(cell["hits"]["limit"]
+                                                   for cell in model["bins"])
+
+
+def exact_limit_answers(spec, strings, labels):
+    """The exact expansion's limit sign per string and whether it is right (NaN: undetermined)."""
+    exact = spec.astype(np.float64)
+    signs = np.array([exact_limit(exact, s).logit_signs()[-1, 0] for s in strings])
+    return signs, (~np.isnan(signs)) & ((signs > 0) == labels)
+
+
+def test_no_two_models_share_an_initialisation_or_a_batch_order(reference):
+    out, rows = reference
+    models = rows["model"]
+    seeds = [m["seed"] for m in models]
+    assert seeds == [flare.trial_seed(0, m["language"], m["trial"]) for m in models]
+    assert len(set(seeds)) == len(models)  # two trials of a language, one trial of two languages
+    starts, orders = [], []
+    for model in models:
+        run = out / "runs" / model["name"]
+        config = TrainConfig.load(run / "config.json")
+        assert config.seed == model["seed"]
+        spec = load_spec(str(spec_path(run, 0)))
+        starts.append(flat_parameters(spec))
+        data = run_data(config, spec)
+        orders.append([tuple(data.batch_rows(config.seed, t, config.batch_size))
+                       for t in range(config.steps)])
+    for i in range(len(models)):
+        for j in range(i):
+            assert not np.allclose(starts[i], starts[j]), (models[i]["name"], models[j]["name"])
+            assert orders[i] != orders[j], (models[i]["name"], models[j]["name"])
+            assert all(a != b for a, b in zip(orders[i], orders[j]))  # not one batch shared
+
+
+def test_trial_seeds_are_the_same_in_every_process_and_distinct_at_the_paper_scale():
+    code = ("from satsim.benchmarks import flare; "
+            "print([c['settings']['seed'] for c in flare.plan(flare.PAPER, list(flare.FLARE), "
+            "10)])")
+    seen = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, check=True)
+        seen.add(done.stdout)
+    (printed,) = seen
+    seeds = json.loads(printed)
+    assert len(seeds) == 180 == len(set(seeds))
+    other = [c["settings"]["seed"] for c in flare.plan(flare.PAPER, list(flare.FLARE), 10,
+                                                       seed=1)]
+    assert not set(seeds) & set(other)  # another base seed: other seeds throughout
 
 
 def test_trials_are_aggregated_as_flare_reports_them(reference):
@@ -102,12 +164,24 @@ def test_trials_are_aggregated_as_flare_reports_them(reference):
         mine = [m for m in rows["model"] if m["language"] == entry["language"]]
         assert entry["trials"] == 2 and entry["failed"] == 0
         for index, cell in enumerate(entry["bins"]):
-            for column in ("soft", "soft_c10", "soft_c100", "limit"):
+            for column in ("soft", "soft_c10", "soft_c100", "limit", "limit_init"):
                 values = [m["bins"][index][column] for m in mine]
                 assert cell[column]["mean"] == pytest.approx(statistics.fmean(values))
                 assert cell[column]["std"] == pytest.approx(statistics.pstdev(values))
                 assert cell[column]["max"] == max(values)
             assert cell["undetermined"] == sum(m["bins"][index]["undetermined"] for m in mine)
+            mine_cells = [m["bins"][index] for m in mine]
+            test = cell["mcnemar"]
+            assert (test["soft_only"], test["limit_only"]) == (
+                sum(c["soft_only"] for c in mine_cells), sum(c["limit_only"] for c in mine_cells))
+            assert test["p"] == stats.mcnemar_exact(test["soft_only"], test["limit_only"])
+            assert test["p"] <= test["p_holm"] <= 1
+            assert cell["agreement"] == pytest.approx(
+                statistics.fmean(c["agree"] / c["n"] for c in mine_cells))
+            assert cell["constant_limits"] == statistics.fmean(
+                c["limit_constant"] for c in mine_cells)
+            low, high = cell["ci"]["soft"]
+            assert low <= cell["soft"]["mean"] <= high
     from satsim import constructions
 
     built = rows["construction"]

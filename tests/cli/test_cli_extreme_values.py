@@ -64,6 +64,7 @@ BASE: dict[tuple[str, ...], list[str]] = {
     ("decide",): ["--lang", "first", "--json"],
     ("compile",): ["--lang", "first", "--long-len", "40", "--json"],
     ("verify",): ["--long-len", "40", "--json"],
+    ("warmup",): [],
     ("sample",): ["--lang", "dyck1", "-n", "2", "--max-len", "4", "--json"],
     ("saturation",): ["--lang", "dyck1", "-n", "2", "--max-len", "4", "--scales", "1",
                       "--no-exact", "--device", "cpu", "--json"],
@@ -275,6 +276,17 @@ def _check_rows(rows: list, count: int) -> None:
     assert len(rows) == count and not any("error" in row for row in rows), rows
 
 
+def _benchmark_seeded(seed: int):
+    """benchmark flare: its one model (parity, trial 1) trained on the seed drawn from it."""
+    from satsim.benchmarks.flare import trial_seed
+
+    def check(stdout: str) -> None:
+        models = [row for row in _lines(stdout) if row["kind"] == "model"]
+        _check_rows(models, 1)
+        assert models[0]["seed"] == trial_seed(seed, "parity", 1), models
+    return check
+
+
 def _extracted():
     """extract: the program checked on every string as long as the check's budget allows."""
     def check(stdout: str) -> None:
@@ -289,6 +301,11 @@ def _hardened(heads: int = 2):
         table = _json(stdout)
         assert len(table["heads"]) == heads and Path(table["output"]).exists(), table
     return check
+
+
+def _check_all_cached(stdout: str) -> None:
+    """warmup after the warm run: nothing left to compile, at any number of processes."""
+    assert "every kernel is compiled and cached already" in stdout, stdout
 
 
 M = str(MAX_COUNT)
@@ -308,6 +325,7 @@ VALID = {
     "verify --max-len='0'": _verified(0), f"verify --max-len={M!r}": _verified(None),
     "verify --long='0'": _verified(10, 0),
     "verify --seed='0'": _verified(), f"verify --seed={M!r}": _verified(),
+    f"warmup --processes={M!r}": lambda stdout: _check_all_cached(stdout),
     "sample -n='0'": _sampled(0), "sample --min-len='0'": _sampled(),
     "sample --seed='0'": _sampled(), f"sample --seed={M!r}": _sampled(),
     "saturation --seed='0'": _field(("n_strings",), 2),
@@ -318,6 +336,8 @@ VALID = {
     f"projection --first-seed={M!r}": _field(("settings", "seeds"), [MAX_COUNT]),
     **{f"train {option}={value!r}": _trained(option, value) for option, value in [
         ("--weight-decay", "0"), ("--weight-decay", str(float(HUGE))), ("--momentum", "0"),
+        ("--clip-norm", "0"), ("--clip-norm", str(float(HUGE))),
+        ("--attention-beta", str(float(HUGE))),
         ("--seed", "0"), ("--seed", M), ("--checkpoint-every", M), ("--log-every", M)]},
     "report --seed='0'": _field(("seed",), 0), f"report --seed={M!r}": _field(("seed",), MAX_COUNT),
     "report --soft-max-len='0'": _soft_scored(False),
@@ -326,6 +346,7 @@ VALID = {
     f"sweep --group-size={M!r}": lambda stdout: _check_rows(_lines(stdout), 1),
     f"benchmark flare --group-size={M!r}": lambda stdout: _check_rows(
         [row for row in _lines(stdout) if row["kind"] == "model"], 1),
+    **{f"benchmark flare --seed={value!r}": _benchmark_seeded(int(value)) for value in ("0", M)},
     "extract --max-len='0'": _field(("checked_max_len",), 0),
     f"extract --max-len={M!r}": _extracted(),
     "harden --seed='0'": _hardened(), f"harden --seed={M!r}": _hardened(),

@@ -10,7 +10,8 @@ import numpy as np
 COMPILE_SECONDS = {"fused-fast": 17, "fused": 24, "layers": 15, "tiles": 6, "classes": 17}
 """Seconds each path's kernels take to compile from an empty cache on this project's 2-core
 machine at low load: the CPU seconds, which a loaded machine stretches into more wall time
-(``bench/startup.py`` measures them; bench/README.md, Target 4, has each measurement)."""
+(``bench/startup.py --kernels`` gives each kernel's compile CPU seconds per command;
+bench/README.md, Target 4, has each measurement)."""
 PATH_NAMES = {
     "fused-fast": "whole-model kernel for the fast attention paths",
     "fused": "whole-model kernel for every attention path",

@@ -69,6 +69,11 @@ PROGRAM_WIDTH = FIRST + 10
 FINAL_NORM = 8
 W_U, B_U = FINAL_NORM + NORM_WIDTH, FINAL_NORM + NORM_WIDTH + 1
 DIMS_WIDTH = B_U + 1
+PLAIN_IDENTITY = np.int64(IDENTITY)
+"""IDENTITY for :func:`affine_rows_into` calls, typed int64 in the kernels as a row's activation
+code is (Numba compiles a callee anew for each literal argument: passed as literals, IDENTITY and
+a start of 0 made three specialisations of it, half a second of cold compile each, where one
+does)."""
 OK, OVERFLOWED, LONG_GENERAL, NEEDS_GENERAL = 0, 1, 2, 3
 """``status`` of a string: done; its queries, keys or values are not finite or its scores could
 overflow float64 (the caller reruns it on the checked path, which raises the error); it has
@@ -206,8 +211,8 @@ def _attention_kernel(general_paths: bool):
         n_cols = row[ATTN_COLS]
         proj = proj_buf[: T * n_cols].reshape((T, n_cols))
         affine_rows_into(x, _matrix(params, row[ATTN_PROJ_W], d, n_cols),
-                         params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], IDENTITY, proj, 0,
-                         T, used, xt, acc)
+                         params[row[ATTN_PROJ_B] : row[ATTN_PROJ_B] + n_cols], PLAIN_IDENTITY, proj,
+                         np.int64(0), T, used, xt, acc)
         max_q, max_k, max_v = _max_abs_qkv(proj, heads * d_head)
         scale = reals[row[ATTN_SCALE]]
         bound = abs(scale) * d_head * max_q * max_k
@@ -278,8 +283,8 @@ def _attention_kernel(general_paths: bool):
         if heads == 1:
             stacked = out
         affine_rows_into(stacked, _matrix(params, row[ATTN_W_O], heads * d_v, d),
-                         params[row[ATTN_B_O] : row[ATTN_B_O] + d], IDENTITY, y, start, T, used,
-                         xt, acc)
+                         params[row[ATTN_B_O] : row[ATTN_B_O] + d], PLAIN_IDENTITY, y, start, T,
+                         used, xt, acc)
         return OK
 
     return _variant(_attention, general_paths, fastmath=False)
@@ -301,8 +306,8 @@ def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
                      start, T,
                       used, xt, acc)
     affine_rows_into(hidden, _matrix(params, row[MLP_W_OUT], d_mlp, d),
-                      params[row[MLP_B_OUT] : row[MLP_B_OUT] + d], IDENTITY, y, start, T, used, xt,
-                      acc)
+                      params[row[MLP_B_OUT] : row[MLP_B_OUT] + d], PLAIN_IDENTITY, y, start, T,
+                      used, xt, acc)
 
 
 def _forward_kernel(general_paths: bool):
@@ -411,7 +416,7 @@ def _forward_kernel(general_paths: bool):
                 _normalize(params, reals, dims[FINAL_NORM:], x, h, start, T)
                 x, h = h, x
             logits = logits_buf[: T * n_out].reshape((T, n_out))
-            affine_rows_into(x, w_u, b_u, IDENTITY, logits, start, T, scratch[0], scratch[1],
+            affine_rows_into(x, w_u, b_u, PLAIN_IDENTITY, logits, start, T, scratch[0], scratch[1],
                               scratch[2])
             if read_last:
                 for c in range(n_out):
