@@ -13,8 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import run_satsim
-from test_cli_errors import one_error_line
 
 import languages
 from languages.flare import FLARE, Tokens
@@ -27,9 +25,12 @@ from satsim.training.checkpoint import spec_path
 from satsim.training.config import TrainConfig
 from satsim.training.data import run_data
 from satsim.training.init import initial_spec
+from tests.cli.test_cli_errors import one_error_line
+from tests.support.helpers import run_satsim
+from tests.support.paths import DATA
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-FIXTURE = Path(__file__).parent / "data" / "flare"
+FIXTURE = DATA / "flare"
 TINY = {"steps": 20, "eval_size": 10, "batch_size": 4, "layers": 1,
         "d_model": 8, "heads": 1, "d_head": 4, "d_mlp": 8, "checkpoint_every": 10,
         "log_every": 5, "probe_size": 2}
@@ -156,6 +157,7 @@ def test_without_lang_the_benchmark_takes_every_language_the_folder_holds(tmp_pa
     assert (capped[0]["settings"]["train_size"], capped[0]["settings"]["batch_size"]) == (4, 2)
 
 
+@pytest.mark.slow  # a fresh process
 @pytest.mark.parametrize("data, extra, message", [
     ("{tmp}/missing", [], "'{tmp}/missing' does not exist"),
     ("{tmp}", [], "holds no folder named after a FLaRe language"),

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from satsim.cli import warmup
@@ -32,6 +33,7 @@ def test_every_group_names_known_kernel_paths_and_dtypes():
         assert warmup.estimate(group) > 0
 
 
+@pytest.mark.slow  # a fresh process
 def test_an_empty_cache_leaves_every_group_cold(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", "from satsim.cli.warmup import GROUPS, cold_groups; "

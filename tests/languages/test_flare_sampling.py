@@ -6,7 +6,6 @@ FLaRe's binary-multiplication training split (github.com/rycolab/flare at 6d8ac3
 """
 
 import re
-from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
@@ -14,8 +13,9 @@ from hypothesis import strategies as st
 
 import languages
 from languages.flare_sampling import flare_product, sample_flare_products
+from tests.support.paths import DATA
 
-PUBLISHED = Path(__file__).parent / "data" / "flare_binary_multiplication"
+PUBLISHED = DATA / "flare_binary_multiplication"
 SHAPE = re.compile(r"([01]+)\*([01]+)=([01]+)")
 LANGUAGE = languages.get("binary-multiplication")
 
