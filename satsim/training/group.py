@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from satsim.errors import SatsimError
+from satsim.training.checkpoint import checkpoint_steps
 from satsim.training.config import TrainConfig
 from satsim.training.lock import run_lock
 from satsim.training.loop import Course, Trainer, TrainResult, check_loss
@@ -65,17 +66,33 @@ def train_group(configs: Sequence[TrainConfig], runs: Sequence[str | Path], *,
     notice = notice or (lambda message: print(message, file=sys.stderr))
     results: list[TrainResult | SatsimError | None] = [None] * len(configs)
     resumes = [resume] * len(configs) if isinstance(resume, bool) else list(resume)
+    common = common_checkpoint([Path(run) for run, again in zip(runs, resumes) if again])
     with ExitStack() as stack:
         courses = {}
         for index, (config, run) in enumerate(zip(configs, runs)):
             try:
                 stack.enter_context(run_lock(Path(run)))
-                courses[index] = Course.open(config, Path(run), resumes[index], notice)
+                courses[index] = Course.open(config, Path(run), resumes[index], notice,
+                                             at_most=common)
             except SatsimError as error:
                 results[index] = error
         if courses:
             results = _train_stack(courses, results, progress)
     return results  # type: ignore[return-value]
+
+
+def common_checkpoint(runs: Sequence[Path]) -> int | None:
+    """The last step at which every resumed run that holds checkpoints has one (None: no limit).
+
+    A stacked model's float rounding depends on which models share its stack, so a group
+    resumes exactly only where its members stood together: a kill between two members'
+    checkpoints of one step leaves one a step ahead, and a finished member must train its
+    last steps again beside the others.
+    """
+    held = [set(checkpoint_steps(run)) for run in runs]
+    held = [steps for steps in held if steps]
+    together = set.intersection(*held) if held else set()
+    return max(together) if together else None
 
 
 def _train_stack(courses: dict[int, Course], results: list, progress: Progress | None) -> list:

@@ -133,13 +133,14 @@ class Trainer:
         self.previous: dict[str, torch.Tensor] | None = None
         self.elapsed = 0.0
 
-    def restore(self, notice: Callable[[str], None]) -> int | None:
-        """Load the last intact checkpoint, if any; return its step.
+    def restore(self, notice: Callable[[str], None], at_most: int | None = None) -> int | None:
+        """Load the last intact checkpoint (at step ``at_most`` or before), if any; its step.
 
         A damaged newer checkpoint (a truncated or corrupt file) is passed over with a notice.
         """
         point = None
-        for step in reversed(checkpoint_steps(self.run)):
+        steps = [s for s in checkpoint_steps(self.run) if at_most is None or s <= at_most]
+        for step in reversed(steps):
             try:
                 point = load_checkpoint(self.run, step)
                 break
@@ -294,8 +295,9 @@ class Course:
 
     @classmethod
     def open(cls, config: TrainConfig, run: Path, resume: bool, notice: Callable[[str], None],
-             on_start: Callable[[int], None] | None = None) -> Course:
-        """Build the run's trainer, restore its last checkpoint when resuming, save its config."""
+             on_start: Callable[[int], None] | None = None, at_most: int | None = None
+             ) -> Course:
+        """Build the run's trainer, restore a checkpoint (≤ ``at_most``) when resuming, save."""
         if holds_run(run) and not resume:
             raise SatsimError(f"{run} already holds a run; resume it or choose another --out")
         if config.data and not config.data_digest:  # fixed now: a changed folder is refused later
@@ -303,7 +305,7 @@ class Course:
         trainer = Trainer(config, run)
         for note in trainer.data.notes:
             notice(note)
-        start = (trainer.restore(notice) if resume else None) or 0
+        start = (trainer.restore(notice, at_most) if resume else None) or 0
         if start:
             notice(f"resuming {run} from step {start}")
         if on_start is not None:

@@ -3,6 +3,7 @@ SIGKILL mid-way resumes to the same files bit for bit as an uninterrupted group.
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import torch
 
 from satsim.model.io import load_spec
 from satsim.training.config import TrainConfig
-from satsim.training.group import group_key, train_group
+from satsim.training.group import common_checkpoint, group_key, train_group
 from satsim.training.loop import train
 from satsim.training.stacked_optim import StackedOptimizer
 from tests.support.helpers import stack_sizes
@@ -216,6 +217,32 @@ def test_a_group_killed_mid_way_resumes_to_the_uninterrupted_groups_files_bit_fo
         a, b = whole / f"run{index}", cut / f"run{index}"
         assert np.array_equal(flat(a), flat(b))
         assert metrics(a) == metrics(b)
+
+
+def test_a_group_cut_between_its_members_checkpoints_resumes_where_they_stood_together(
+        tmp_path):
+    # A kill between two members' checkpoints of one step leaves run0 at 160 and run2 at 120,
+    # while run1 has finished at 130: the stack's rounding depends on who shares it, so the
+    # group restarts every member at 120 (run1 retrains its last steps) and ends bit for bit.
+    group = configs(dtype="float32", steps=200, checkpoint_every=40, log_every=20)
+    group[1] = TrainConfig.from_dict({**group[1].to_dict(), "steps": 130})
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    names = [f"run{index}" for index in range(len(group))]
+    train_group(group, [whole / name for name in names], notice=lambda message: None)
+    shutil.copytree(whole, cut)
+    for name, last in (("run0", 160), ("run2", 120)):
+        for path in (cut / name / "checkpoints").iterdir():
+            if int(path.name.split("-")[1].split(".")[0]) > last:
+                path.unlink()
+        for done in ("final.safetensors", "summary.json"):
+            (cut / name / done).unlink()
+    assert common_checkpoint([cut / name for name in names]) == 120
+    notices = []
+    train_group(group, [cut / name for name in names], resume=True, notice=notices.append)
+    assert sum("from step 120" in notice for notice in notices) == 3, notices
+    for name in names:
+        assert np.array_equal(flat(whole / name), flat(cut / name))
+        assert metrics(whole / name) == metrics(cut / name)
 
 
 def test_runs_are_stacked_by_architecture_and_the_memory_free(monkeypatch):
