@@ -279,7 +279,7 @@ def _head(spec: ModelSpec, layer: int, h: int, vectors: list[np.ndarray],
             if rules[qc] == "tie" and len({value[k] for k in level}) > 1:
                 raise NotExtractable(f"block {layer} head {h}: query class {qc} ties key "
                                      f"classes {level} of different values (an average: not "
-                                     "finite-valued)")
+                                     "finite-valued; -o NAME.crasp extracts counts)")
     return Head(levels, rules, value, values.vectors, [v @ a.W_O[h] for v in values.vectors])
 
 
@@ -523,15 +523,16 @@ def _live_text(lines: dict[str, str], alphabet: str) -> str:
     return "\n".join(["# extracted by satsim extract", f'alphabet = "{alphabet}"'] + body) + "\n"
 
 
-def check_program(spec: ModelSpec, text: str, strings: list[str]) -> list[str]:
+def check_program(spec: ModelSpec, text: str, strings: list[str],
+                  language: str = "brasp") -> list[str]:
     """The strings on which the program's interpreter and the model (the engine) disagree."""
     from satsim.engine.simulator import Simulator
-    from satsim.rasp.brasp import accepts
+    from satsim.rasp import interpreter
     from satsim.rasp.parse import parse_program
 
-    program = parse_program(text, "brasp", "<extracted program>")
+    meaning = interpreter(parse_program(text, language, "<extracted program>"))
     model = Simulator(spec).accepts(strings) if strings else []
-    return [s for s, m in zip(strings, model) if accepts(program, s) != bool(m)]
+    return [s for s, m in zip(strings, model) if meaning(s) != bool(m)]
 
 
 def seen_classes(ex: Extraction, strings: list[str]) -> list[int]:
