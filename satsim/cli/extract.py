@@ -16,8 +16,11 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
                    "(counting heads).")
 @click.option("--max-len", type=count(), default=6, show_default=True,
               help="Check the program against the model on every string up to this length.")
+@click.option("--dfa", "dfa_out", type=OutputPath(), default=None,
+              help="Also write the B-RASP program's minimal DFA here (JSON, for `satsim decide "
+                   "--dfa`); the summary gives its size and star-freeness either way.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary.")
-def command(path, out, max_len, as_json) -> None:
+def command(path, out, max_len, dfa_out, as_json) -> None:
     """Extract a program equal to MODEL: B-RASP (.brasp) or C-RASP (.crasp).
 
     B-RASP is certified by closing the model's classes; C-RASP writes its counting heads as
@@ -44,8 +47,11 @@ def command(path, out, max_len, as_json) -> None:
         extraction = extract(spec)
         text = write_program(extraction)
         summary = dict(extraction.summary(),
-                       seen_classes_per_layer=seen_classes(extraction, strings))
+                       seen_classes_per_layer=seen_classes(extraction, strings),
+                       **_automaton(text, dfa_out))
     else:
+        if dfa_out is not None:
+            raise SatsimError("--dfa: a DFA is produced for B-RASP programs (-o NAME.brasp)")
         counted = extract_counts(spec)
         text, summary = counted.text, counted.summary()
     wrong = check_program(spec, text, strings, language)
@@ -60,7 +66,10 @@ def command(path, out, max_len, as_json) -> None:
                    f"{summary['classes_per_layer']} ({summary['seen_classes_per_layer']} seen on "
                    f"the checked strings); closure certified for inputs up to "
                    f"{extraction.max_tokens} tokens; {len(strings)} strings to length "
-                   f"{max_len}: {len(wrong)} disagreements")
+                   f"{max_len}: {len(wrong)} disagreements; " + (
+                       f"minimal DFA {summary['dfa_states']} states, star-free "
+                       f"{summary['star_free']}" if summary["dfa_states"] else
+                       f"no DFA: {summary['dfa_refused']}"))
     else:
         click.echo(f"wrote {out}: {summary['lines']} lines; {summary['counts']} counts, "
                    f"{summary['comparisons']} comparisons; exact in rational arithmetic for "
@@ -69,3 +78,22 @@ def command(path, out, max_len, as_json) -> None:
                    "disagreements")
     if wrong:
         raise SystemExit(1)
+
+
+def _automaton(text: str, dfa_out) -> dict:
+    """The program's minimal DFA and its star-freeness (``decide``), or why there is none."""
+    from satsim.errors import SatsimError
+    from satsim.output import write_text_atomically
+    from satsim.rasp.automata import decide
+    from satsim.rasp.parse import parse_program
+    from satsim.rasp.program_dfa import brasp_dfa, dfa_json
+
+    try:
+        dfa = brasp_dfa(parse_program(text, "brasp", "<extracted program>"))
+    except SatsimError as refusal:
+        if dfa_out is not None:
+            raise
+        return {"dfa_states": None, "dfa_refused": str(refusal), "star_free": None}
+    if dfa_out is not None:
+        write_text_atomically(dfa_out, json.dumps(dfa_json(dfa)) + "\n")
+    return {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}
