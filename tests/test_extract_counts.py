@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rasp_programs import crasp_programs, naive_crasp
 
 from satsim.rasp import compile_program, interpreter, parse_program, read_program
@@ -46,7 +47,7 @@ def test_crasp_example_round_trip(name):
 def test_majority_reads_as_a_comparison_of_two_counts():
     text = extract_counts(compile_program(read_program("examples/majority.crasp"))).text
     assert "count_a = count(Q(\"a\"))" in text and "count_b = count(Q(\"b\"))" in text
-    assert "2 * count_a > 2 * count_b + 1" in text  # a > b, as integers
+    assert "count_a > count_b" in text  # 2a > 2b + 1 over the integers
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -92,3 +93,31 @@ def test_cli_extract_crasp_writes_a_program_compile_accepts(tmp_path):
     assert run_cli("compile", str(out), "-o", str(tmp_path / "again.safetensors"))[0] == 0
     code, output = run_cli("extract", str(model), "-o", str(tmp_path / "x.brasp"))
     assert code == 2 and "-o NAME.crasp extracts counts" in output
+
+
+def _holds(literal, values):
+    """Whether an integer assignment satisfies a literal (its key's form within its bounds)."""
+    total = sum(c * values[v] for v, c in literal.key)
+    return (literal.lo is None or total >= literal.lo) and \
+        (literal.hi is None or total <= literal.hi) and total not in literal.ne
+
+
+@settings(max_examples=200, deadline=None)
+@given(const=st.fractions(-4, 4, max_denominator=4),
+       coef=st.lists(st.fractions(-4, 4, max_denominator=4), min_size=3, max_size=3),
+       op=st.sampled_from([">", "==", "<"]))
+def test_a_comparison_becomes_an_integer_literal_that_means_it(const, coef, op):
+    """form·(i + 1) op 0 over counts, against the literal, on every small assignment."""
+    from satsim.rasp.extract_counts import Form, U, _Program
+
+    form = Form(const, {U: coef[0], "count_a": coef[1], "count_b": coef[2]})
+    literal = _Program(["a", "b"]).compare(form, op)
+    for a, b, extra in itertools.product(range(5), range(5), range(3)):
+        i = a + b + extra  # the length: at least the two counts
+        numerator = const * (i + 1) + coef[0] + coef[1] * a + coef[2] * b
+        want = {">": numerator > 0, "==": numerator == 0, "<": numerator < 0}[op]
+        got = literal if isinstance(literal, bool) else _holds(
+            literal, {"length": i, "count_a": a, "count_b": b})
+        assert got == want, (a, b, i)
+        if not isinstance(literal, bool):  # and its complement
+            assert _holds(literal.negated(), {"length": i, "count_a": a, "count_b": b}) != want

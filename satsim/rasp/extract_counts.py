@@ -131,40 +131,116 @@ class _Program:
             self.counts[predicate] = self.define(stem, f"count({predicate})")
         return self.counts[predicate]
 
-    def compare(self, form: Form, op: str) -> str:
-        """The C-RASP Boolean that the scalar form is ``op`` 0 (constants folded)."""
+    def compare(self, form: Form, op: str) -> Literal | bool:
+        """The literal that the scalar form is ``op`` 0, as an integer bound (or a constant)."""
         lo, hi = form.bounds()
         if not form.coef:
-            return str({">": lo > 0, "==": lo == 0, "<": lo < 0}[op])
+            return {">": lo > 0, "==": lo == 0, "<": lo < 0}[op]
         if op == ">" and (lo > 0 or hi <= 0):
-            return str(lo > 0)
+            return bool(lo > 0)
         if op == "<" and (hi < 0 or lo >= 0):
-            return str(hi < 0)
+            return bool(hi < 0)
+        if op == "==" and (lo > 0 or hi < 0):
+            return False
         # numerator of form·(i + 1): const·count(True) + const + coef_u + Σ coef·count
-        terms = {"count(True)": form.const, "1": form.const + form.coef.get(U, 0)}
+        terms = {"length": form.const}
         terms.update({v: c for v, c in form.coef.items() if v != U})
-        scale = math.lcm(*(Fraction(c).denominator for c in terms.values()))
-        ints = {v: int(c * scale) for v, c in terms.items() if c != 0}
+        const = form.const + form.coef.get(U, 0)
+        scale = math.lcm(*(Fraction(c).denominator for c in [const, *terms.values()]))
+        ints = {v: int(c * scale) for v, c in sorted(terms.items()) if c != 0}
+        k0 = int(const * scale)
+        if not ints:
+            return {">": k0 > 0, "==": k0 == 0, "<": k0 < 0}[op]
+        g = math.gcd(*ints.values())
+        sign = 1 if next(iter(ints.values())) > 0 else -1
+        key = tuple((v, c * sign // g) for v, c in ints.items())
+        # numerator = sign·g·L + k0 with L the key's integer form
         if op == "==":
-            if lo > 0 or hi < 0:
-                return "False"
-            step = math.gcd(*(c for v, c in ints.items() if v != "1"))
-            if ints.get("1", 0) % step if step else ints.get("1", 0):
-                return "False"  # the counts' coefficients never reach the constant
-        const = ints.pop("1", 0)
-        if all(c >= 0 for c in ints.values()) and const > 0 or \
-                all(c <= 0 for c in ints.values()) and const < 0:  # counts are >= 0
-            return str({">": const > 0, "==": False, "<": const < 0}[op])
-        ints["1"] = const
-        if "count(True)" in ints:
-            ints = {("length" if v == "count(True)" else v): c for v, c in ints.items()}
+            return Literal(key, -sign * k0 // g, -sign * k0 // g) if k0 % g == 0 else False
+        if (op == ">") == (sign > 0):  # L > -k0/(sign·g)
+            return Literal(key, math.floor(Fraction(-k0 * sign, g)) + 1, None)
+        return Literal(key, None, math.ceil(Fraction(-k0 * sign, g)) - 1)
+
+    def guard(self, base: str, literals: list) -> str:
+        """The conjunction of a guard and literals, each bounded form written once.
+
+        "False" if no integers satisfy them.
+        """
+        bounds = _conjoined(literals)
+        if bounds is None:
+            return "False"
+        atoms = []
+        for key, (lo, hi, ne) in bounds.items():
+            floor = 0 if all(c > 0 for _, c in key) else None  # counts are never negative
+            if lo is not None and lo == hi:
+                atoms.append(self._relation(key, "==", lo))
+                continue
+            if lo is not None and (floor is None or lo > floor):
+                atoms.append(self._relation(key, ">=", lo))
+            if hi is not None:
+                atoms.append(self._relation(key, "==" if hi == floor else "<=", hi))
+            atoms += [self._relation(key, "!=", c) for c in sorted(ne)]
+        return _all([base, *atoms])
+
+    def _relation(self, key: tuple, op: str, c: int) -> str:
+        """A named comparison ``L op c`` of the key's integer form, written readably."""
+        if "length" in dict(key):
             self.define("length", "count(True)")
-        sides = [" + ".join((v if abs(c) == 1 and v != "1" else str(abs(c)) if v == "1"
-                             else f"{abs(c)} * {v}") for v, c in ints.items() if (c > 0) == pos)
-                 or "0" for pos in (True, False)]
+        if op == "<=":  # L <= c is -L >= -c
+            key, op, c = tuple((v, -k) for v, k in key), ">=", -c
+        if op == ">=" and c >= 1:  # L >= c is L > c - 1
+            op, c = ">", c - 1
+        sides = [" + ".join(v if abs(k) == 1 else f"{abs(k)} * {v}" for v, k in key
+                            if (k > 0) == positive) or "0" for positive in (True, False)]
+        if c > 0:
+            sides[1] = f"{sides[1]} + {c}" if sides[1] != "0" else str(c)
+        elif c < 0:
+            sides[0] = f"{sides[0]} + {-c}" if sides[0] != "0" else str(-c)
         self.comparisons += 1
-        text = f"{sides[1]} > {sides[0]}" if op == "<" else f"{sides[0]} {op} {sides[1]}"
-        return self.define(f"cmp{self.comparisons}", text)
+        return self.define(f"cmp{self.comparisons}", f"{sides[0]} {op} {sides[1]}")
+
+
+@dataclass(frozen=True)
+class Literal:
+    """lo <= L <= hi and L not in ``ne``, L the integer form sum(coef·count) of ``key``."""
+
+    key: tuple
+    lo: int | None
+    hi: int | None
+    ne: frozenset = frozenset()
+
+    def negated(self) -> Literal:
+        """The complement (of a one-sided bound or an equality)."""
+        if self.lo is not None and self.hi is not None:
+            return Literal(self.key, None, None, frozenset({self.lo}))
+        if self.lo is not None:
+            return Literal(self.key, None, self.lo - 1)
+        return Literal(self.key, self.hi + 1, None)
+
+
+def _conjoined(literals: list) -> dict | None:
+    """Per key: (lo, hi, ne) of the conjunction, or None when no integer satisfies it."""
+    if any(lit is False for lit in literals):
+        return None
+    bounds: dict[tuple, tuple] = {}
+    for lit in literals:
+        if lit is True:
+            continue
+        floor = 0 if all(c > 0 for _, c in lit.key) else None
+        lo, hi, ne = bounds.get(lit.key, (floor, None, frozenset()))
+        lo = lit.lo if lo is None else lo if lit.lo is None else max(lo, lit.lo)
+        hi = lit.hi if hi is None else hi if lit.hi is None else min(hi, lit.hi)
+        bounds[lit.key] = (lo, hi, ne | lit.ne)
+    for key, (lo, hi, ne) in bounds.items():
+        ne = frozenset(c for c in ne if (lo is None or c >= lo) and (hi is None or c <= hi))
+        while lo is not None and lo in ne:
+            lo += 1
+        while hi is not None and hi in ne:
+            hi -= 1
+        if lo is not None and hi is not None and lo > hi:
+            return None
+        bounds[key] = (lo, hi, frozenset(c for c in ne if c != lo and c != hi))
+    return bounds
 
 
 def extract_counts(spec: ModelSpec) -> CountExtraction:
@@ -187,7 +263,7 @@ def extract_counts(spec: ModelSpec) -> CountExtraction:
         sizes.append(len(cases))
     W_U = _exact(spec.output.W_U[:, 0])
     b_U = Fraction(float(spec.output.b_U[0])) if spec.output.b_U is not None else Fraction(0)
-    accepting = [_all([case.guard, prog.compare(case.x @ W_U + Form(b_U), ">")])
+    accepting = [prog.guard(case.guard, [prog.compare(case.x @ W_U + Form(b_U), ">")])
                  for case in cases]
     prog.lines["accept"] = _any(accepting)
     text = _live_text(prog.lines, "".join(symbols)).replace(
@@ -197,11 +273,15 @@ def extract_counts(spec: ModelSpec) -> CountExtraction:
 
 def _check(spec: ModelSpec) -> None:
     """Refuse what the count analysis does not cover."""
-    if spec.positional.kind != "none" or spec.norm != "none" or spec.ln_final is not None \
-            or spec.parallel or spec.residual is not True or spec.eos is not None \
-            or spec.bos is None:
-        raise NotExtractable("counting extraction handles models with BOS, no EOS, no norms, "
-                             "no positional encoding and every skip connection")
+    found = [what for what, present in (
+        (f"a {spec.positional.kind} positional encoding", spec.positional.kind != "none"),
+        (f"{spec.norm} norms", spec.norm != "none" or spec.ln_final is not None),
+        ("parallel blocks", spec.parallel), ("a skipped residual", spec.residual is not True),
+        ("EOS", spec.eos is not None), ("no BOS", spec.bos is None)) if present]
+    if found:
+        raise NotExtractable(f"counting extraction handles models with BOS, no EOS, no norms, "
+                             f"no positional encoding and every skip connection; this model "
+                             f"has {', '.join(found)}")
     if spec.output.task != "recognition" or spec.output.readout != "last":
         raise NotExtractable("counting extraction handles recognition at the last position")
     for layer, block in enumerate(spec.blocks):
@@ -240,14 +320,15 @@ def _attend(prog, spec, layer, cases, N):
     b_O = Form(_exact(a.b_O)) if a.b_O is not None else None
     out = []
     for case in cases:
-        branches = [("True", Form(case.x.const * 0))]
+        branches: list[tuple[list, Form]] = [([], Form(case.x.const * 0))]
         for h, head in enumerate(heads):
-            branches = [(_all([g, g2]), acc + (o @ W_O[h]))
-                        for g, acc in branches for g2, o in head.outcomes(prog, case)]
+            branches = [(lits + more, acc + (o @ W_O[h]))
+                        for lits, acc in branches for more, o in head.outcomes(prog, case)
+                        if _conjoined(lits + more) is not None]
             N = min(N, head.N)
-        for guard, acc in branches:
+        for lits, acc in branches:
             x = case.x + acc + (b_O if b_O is not None else Form(case.x.const * 0))
-            out.append(Case(_all([case.guard, guard]), x, case.bos))
+            out.append(Case(prog.guard(case.guard, lits), x, case.bos))
     return out, N
 
 
@@ -277,8 +358,8 @@ class _HeadForms:
             and delta is not None else (atol, rtol)
         self.N = spec.max_tokens or 10**9
 
-    def outcomes(self, prog: _Program, query: Case) -> list[tuple[str, Form]]:
-        """(guard, head output) pairs covering every position of the query's case."""
+    def outcomes(self, prog: _Program, query: Case) -> list[tuple[list, Form]]:
+        """(literals, head output) pairs covering every position of the query's case."""
         q = query.x @ self.W_Q + (Form(self.b_Q) if self.b_Q is not None else
                                   Form(query.x.const @ self.W_Q * 0))
         keys = [k for k, c in enumerate(self.cases) if c.bos or not query.bos]
@@ -294,17 +375,16 @@ class _HeadForms:
         pairs = list(itertools.combinations(range(len(order)), 2))
         result = []
         for signs in itertools.product(_OPS, repeat=len(pairs)):
-            guards = [prog.compare(scores[order[a]] + scores[order[b]].scaled(-1), op)
-                      for (a, b), op in zip(pairs, signs)]
-            guard = _all(guards)
-            if guard == "False":
+            lits = [prog.compare(scores[order[a]] + scores[order[b]].scaled(-1), op)
+                    for (a, b), op in zip(pairs, signs)]
+            if _conjoined(lits) is None:
                 continue
             levels = _levels(len(order), dict(zip(pairs, signs)))
             if levels is None:
                 continue  # no real scores are ordered so
-            for g2, out in self._best(prog, query, [[k for i in lv for k in groups[order[i]]]
-                                                    for lv in levels]):
-                result.append((_all([guard, g2]), out))
+            for more, out in self._best(prog, query, [[k for i in lv for k in groups[order[i]]]
+                                                      for lv in levels]):
+                result.append((lits + more, out))
         return result
 
     def _certify(self, scores: list[Form]) -> None:
@@ -327,17 +407,17 @@ class _HeadForms:
             self.N = min(self.N, max(0, math.ceil(1 / (scale * tol)) - 1) if tol else self.N)
 
     def _best(self, prog: _Program, query: Case, levels: list[list[int]]):
-        """(guard, output) for each way the best present level can fall."""
-        absent: list[str] = []
+        """(literals, output) for each way the best present level can fall."""
+        absent: list = []
         for level in levels:
             cases = [self.cases[k] for k in level]
             if any(c.bos for c in cases) or query in cases:
-                yield _all(absent), self._value(prog, level)
+                yield absent, self._value(prog, level)
                 return
             present = prog.compare(Form(Fraction(0), {
                 prog.count(_any(c.guard for c in cases)): Fraction(1)}), ">")
-            yield _all(absent + [present]), self._value(prog, level)
-            absent.append(_not(present))
+            yield absent + [present], self._value(prog, level)
+            absent = absent + [present.negated()]
         raise AssertionError("BOS is always present")
 
     def _value(self, prog: _Program, level: list[int]) -> Form:
@@ -381,20 +461,22 @@ def _mlp(prog: _Program, mlp, case: Case) -> list[Case]:
     W_in, W_out = _exact(mlp.W_in), _exact(mlp.W_out)
     hidden = case.x @ W_in + (Form(_exact(mlp.b_in)) if mlp.b_in is not None
                               else Form(case.x.const @ W_in * 0))
-    branches = [(case.guard, [])]
+    branches: list[tuple[list, list]] = [([], [])]
     for k in range(W_in.shape[1]):
         unit = hidden.item(k)
         on = prog.compare(unit, ">")
         zero = Form(unit.const * 0)
-        branches = [(_all([g, when]), acts + [value]) for g, acts in branches
-                    for when, value in ((on, unit), (_not(on), zero)) if when != "False"]
+        ways = [(on, unit)] if on is True else [(True, zero)] if on is False else \
+            [(on, unit), (on.negated(), zero)]
+        branches = [(lits + [when], acts + [value]) for lits, acts in branches
+                    for when, value in ways if _conjoined(lits + [when]) is not None]
     out = []
-    for guard, acts in branches:
+    for lits, acts in branches:
         act = Form(np.array([a.const for a in acts], dtype=object),
                    {v: np.array([a.coef.get(v, 0) for a in acts], dtype=object)
                     for v in set().union(*(a.coef for a in acts))})
         y = case.x + act @ W_out
         if mlp.b_out is not None:
             y = y + Form(_exact(mlp.b_out))
-        out.append(Case(guard, y, case.bos))
+        out.append(Case(prog.guard(case.guard, lits), y, case.bos))
     return out
