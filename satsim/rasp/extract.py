@@ -426,7 +426,7 @@ def write_program(ex: Extraction) -> str:
     nonempty = _any(f'Q("{t}")' for t in symbols)
     accept = _any([_all([nonempty, accept_pos]), _all([_not(nonempty), accept_bos])])
     w.lines["accept"] = accept
-    return _live_text(w.lines, "".join(symbols))
+    return _live_text(_renamed(w.lines), "".join(symbols))
 
 
 def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict:
@@ -463,6 +463,18 @@ def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict
     return result
 
 
+def _classes(ex: Extraction, q: dict, side: str, layer: int, qcs: set[int] | None) -> str:
+    """The disjunction of some query classes, True where they are all an input position has.
+
+    The program reads the input side only at input positions, where one of them holds.
+    """
+    if not qcs:
+        return "False"
+    if side == "pos" and qcs == ex.pos_classes[layer]:
+        return "True"
+    return _any(q[qc] for qc in sorted(qcs))
+
+
 def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
     """For one level: whether each key group holds a key of it, and the value it gives."""
     q = {qc: names[(side, layer, qc)] for qc in mine}
@@ -474,15 +486,22 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
             pool = ex.bos_classes[layer] if g == "bos" else None
             by_value: dict[int, list[str]] = {}
             present = []
+            plain: dict[int | None, set[int]] = {}  # queries whose term is their own class
             for qc in mine:
                 ks = ({qc} if g == "self" else pool) & level[qc]
                 for k in ks:
                     key = q[qc] if g == "self" else names[("bos", layer, k)]
+                    if key in ("True", q[qc]):
+                        plain.setdefault(None, set()).add(qc)
+                        plain.setdefault(head.value[k], set()).add(qc)
+                        continue
                     term = _all([q[qc], key])
                     present.append(term)
                     by_value.setdefault(head.value[k], []).append(term)
-            has.append(w.define(f"{tag}_{g}", _any(present)))
-            val[g] = {v: _any(t) for v, t in by_value.items()}
+            has.append(w.define(f"{tag}_{g}", _any(present + [_classes(ex, q, side, layer,
+                                                                        plain.get(None))])))
+            val[g] = {v: _any(by_value.get(v, []) + [_classes(ex, q, side, layer, plain.get(v))])
+                      for v in set(by_value) | set(plain) - {None}}
             continue
         keys = ex.pos_classes[layer]
         by_keys: dict[tuple[int, ...], list[int]] = {}  # queries that want the same keys
@@ -491,6 +510,7 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
         every = ex.bos_classes[layer] if side == "bos" else ex.pos_classes[layer]
         score = _any(_all([w.at("True" if set(qcs) == every else
                                 w.define(f"{tag}_query{n}", _any(q[qc] for qc in qcs)), "i"),
+                           "True" if set(wanted) == keys else
                            _any(w.at(names[("pos", layer, k)], "j") for k in wanted)])
                      for n, (wanted, qcs) in enumerate(by_keys.items()) if wanted)
         if score == "False":
@@ -508,6 +528,45 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
             val[g][v] = w.define(f"{tag}_{g}_val{v}",
                                  f"{fn}({pm}, {score}, {holds}, default=False)")
     return has, val
+
+
+_ATTEND = re.compile(r"(leftmost|rightmost)\((j < i|j > i|True), (\w+)\[j\], (True|\w+\[j\]), "
+                     r"default=False\)")
+_WHERE = {"j < i": "_before", "j > i": "_after", "True": ""}
+MAX_NAME = 40
+"""Names derived from what a definition does are kept only up to this length."""
+
+
+def _derived_name(formula: str) -> str | None:
+    """A name saying what an attention finds: prev_X, next_X, some_X_before, Y_at_last_X..."""
+    m = _ATTEND.fullmatch(formula)
+    if m is None:
+        return None
+    side, mask, score, value = m.groups()
+    if value == "True":
+        return f"some_{score}{_WHERE[mask]}"
+    value = value[:-3]
+    if score == "True" and mask in ("j < i", "j > i") and \
+            (side == "rightmost") == (mask == "j < i"):
+        return f"{'prev' if mask == 'j < i' else 'next'}_{value}"
+    order = "last" if side == "rightmost" else "first"
+    return f"{value}_at_{order}_{score}{_WHERE[mask]}"
+
+
+def _renamed(lines: dict[str, str]) -> dict[str, str]:
+    """Definitions renamed after what they compute where that is short and unambiguous."""
+    out: dict[str, str] = {}
+    rename: dict[str, str] = {}
+    pattern = re.compile(r"\b\w+\b")
+    for name, formula in lines.items():
+        formula = pattern.sub(lambda m: rename.get(m.group(0), m.group(0)), formula)
+        better = _derived_name(formula.replace("True[j]", "True"))
+        if better and len(better) <= MAX_NAME and better not in lines and \
+                better not in out and better not in rename.values():
+            rename[name] = better
+            name = better
+        out[name] = formula
+    return out
 
 
 def _live_text(lines: dict[str, str], alphabet: str) -> str:
