@@ -87,9 +87,13 @@ def test_cli_extract_crasp_writes_a_program_compile_accepts(tmp_path):
     model = tmp_path / "dyck1.safetensors"
     assert run_cli("compile", "examples/dyck1.crasp", "-o", str(model))[0] == 0
     out = tmp_path / "back.crasp"
-    code, output = run_cli("extract", str(model), "-o", str(out), "--json")
+    pair = tmp_path / "pair.safetensors"
+    code, output = run_cli("extract", str(model), "-o", str(out), "--json", "--pair", str(pair))
     assert code == 0, output
     assert '"disagreements": 0' in output and '"certified": false' in output
+    # satsim verify checks the model against the extracted program it now carries
+    code, output = run_cli("verify", str(pair), "--max-len", "7", "--long", "3")
+    assert code == 0 and "agrees" in output, output
     assert run_cli("compile", str(out), "-o", str(tmp_path / "again.safetensors"))[0] == 0
     code, output = run_cli("extract", str(model), "-o", str(tmp_path / "x.brasp"))
     assert code == 2 and "-o NAME.crasp extracts counts" in output

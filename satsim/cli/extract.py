@@ -19,8 +19,11 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
 @click.option("--dfa", "dfa_out", type=OutputPath(), default=None,
               help="Also write the B-RASP program's minimal DFA here (JSON, for `satsim decide "
                    "--dfa`); the summary gives its size and star-freeness either way.")
+@click.option("--pair", "pair_out", type=OutputPath(), default=None,
+              help="Also write MODEL carrying the extracted program (.safetensors), so that "
+                   "`satsim verify` checks the model against it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary.")
-def command(path, out, max_len, dfa_out, as_json) -> None:
+def command(path, out, max_len, dfa_out, pair_out, as_json) -> None:
     """Extract a program equal to MODEL: B-RASP (.brasp) or C-RASP (.crasp).
 
     B-RASP is certified by closing the model's classes; C-RASP writes its counting heads as
@@ -56,6 +59,12 @@ def command(path, out, max_len, dfa_out, as_json) -> None:
         text, summary = counted.text, counted.summary()
     wrong = check_program(spec, text, strings, language)
     write_text_atomically(out, text)
+    if pair_out is not None:
+        from dataclasses import replace
+
+        from satsim.model.io import save_spec
+
+        save_spec(replace(spec, source=text, source_language=language), pair_out)
     summary.update(program=str(out), lines=len(text.splitlines()),
                    checked_strings=len(strings), checked_max_len=max_len,
                    disagreements=len(wrong), first_disagreement=wrong[0] if wrong else None)

@@ -249,8 +249,9 @@ def extract_counts(spec: ModelSpec) -> CountExtraction:
     symbols = [t for t in spec.vocab if t != spec.bos]
     prog = _Program(symbols)
     tokens = _any(f'Q("{t}")' for t in symbols)
-    cases = [Case(_not(tokens) if t == spec.bos else f'Q("{t}")', Form(_exact(row)),
-                  t == spec.bos) for t, row in zip(spec.vocab, spec.W_E)]
+    start = prog.define("at_start", _not(tokens))  # position 0: the empty prefix, BOS
+    cases = [Case(start if t == spec.bos else f'Q("{t}")', Form(_exact(row)), t == spec.bos)
+             for t, row in zip(spec.vocab, spec.W_E)]
     sizes = [len(cases)]
     N = spec.max_tokens or 10**9
     for layer, block in enumerate(spec.blocks):
