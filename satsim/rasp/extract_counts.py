@@ -31,6 +31,8 @@ MAX_CASES = 4000
 U = "u"
 """The form variable 1/(i + 1): BOS's share of an average."""
 _OPS = (">", "==", "<")
+_SYMBOL_WORDS = {"(": "open", ")": "close", "[": "open2", "]": "close2", "{": "open3",
+                 "}": "close3", "<": "lt", ">": "gt", "+": "plus", "-": "minus"}
 
 
 def _exact(array) -> np.ndarray:
@@ -126,8 +128,9 @@ class _Program:
     def count(self, predicate: str) -> str:
         """The name of the definition counting ``predicate``."""
         if predicate not in self.counts:
-            stem = "count_" + predicate[3] if predicate.startswith('Q("') and \
-                predicate[3].isalnum() and len(predicate) == 6 else f"count{len(self.counts)}"
+            symbol = predicate[3] if len(predicate) == 6 and predicate.startswith('Q("') else ""
+            word = symbol if symbol.isalnum() else _SYMBOL_WORDS.get(symbol)
+            stem = f"count_{word}" if word else f"count{len(self.counts)}"
             self.counts[predicate] = self.define(stem, f"count({predicate})")
         return self.counts[predicate]
 
