@@ -217,6 +217,22 @@ class _Scores:
         return levels, "leftmost" if gamma < 0 else "rightmost"
 
 
+def live_dims(spec: ModelSpec, boundary: int) -> np.ndarray:
+    """The residual dimensions some sublayer after layer boundary ``boundary`` reads.
+
+    The others are dead: no later query, key, value, feed-forward or the unembedding reads
+    them (their rows are exactly zero), so two vectors that differ only there are one class.
+    """
+    reads = [spec.output.W_U]
+    for block in spec.blocks[boundary:]:
+        if block.attn is not None:
+            a = block.attn
+            reads += [m.transpose(1, 0, 2).reshape(m.shape[1], -1) for m in (a.W_Q, a.W_K, a.W_V)]
+        if block.mlp is not None:
+            reads.append(block.mlp.W_in)
+    return np.any(np.concatenate([np.asarray(r) for r in reads], axis=1) != 0, axis=1)
+
+
 def _key(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float64).tobytes()
 
@@ -291,6 +307,7 @@ def _close_layer(spec, layer, block, vectors, bos_set, pos_set, N):
                  for h in range(block.attn.n_heads)]
     built = Layer(heads)
     nxt = _ClassSet()
+    dead = ~live_dims(spec, layer + 1)
     sides = {"pos": set(), "bos": set()}
     combos = 0
     for side, queries in (("pos", pos_set), ("bos", bos_set)):
@@ -311,6 +328,7 @@ def _close_layer(spec, layer, block, vectors, bos_set, pos_set, N):
                         x = x + block.attn.b_O
                 if block.mlp is not None:
                     x = x + feed_forward(x[None, :], block.mlp)[0]
+                x[dead] = 0  # never read again: classes differ only where it matters
                 k = nxt.add(x)
                 if len(nxt.vectors) > MAX_CLASSES:
                     raise NotExtractable(
@@ -613,6 +631,8 @@ def seen_classes(ex: Extraction, strings: list[str]) -> list[int]:
         for layer, end in enumerate(ends):
             rows = np.array(trace.residuals[end], dtype=np.float64)
             rows[:, P] = 0
+            if layer:
+                rows[:, ~live_dims(spec, layer)] = 0
             for row in rows:
                 if _key(row) not in known[layer]:
                     raise AssertionError(f"the engine reached a class outside the closure at "
