@@ -548,8 +548,8 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
     return has, val
 
 
-_ATTEND = re.compile(r"(leftmost|rightmost)\((j < i|j > i|True), (\w+)\[j\], (True|\w+\[j\]), "
-                     r"default=False\)")
+_ATTEND = re.compile(r"(leftmost|rightmost)\((j < i|j > i|True), (True|\w+\[j\]), "
+                     r"(True|\w+\[j\]), default=False\)")
 _WHERE = {"j < i": "_before", "j > i": "_after", "True": ""}
 MAX_NAME = 40
 """Names derived from what a definition does are kept only up to this length."""
@@ -561,29 +561,39 @@ def _derived_name(formula: str) -> str | None:
     if m is None:
         return None
     side, mask, score, value = m.groups()
+    score = score.removesuffix("[j]")
     if value == "True":
-        return f"some_{score}{_WHERE[mask]}"
+        return f"some{_WHERE[mask]}" if score == "True" else f"some_{score}{_WHERE[mask]}"
     value = value[:-3]
-    if score == "True" and mask in ("j < i", "j > i") and \
-            (side == "rightmost") == (mask == "j < i"):
-        return f"{'prev' if mask == 'j < i' else 'next'}_{value}"
     order = "last" if side == "rightmost" else "first"
+    if score == "True":
+        if mask != "True" and (side == "rightmost") == (mask == "j < i"):
+            return f"{'prev' if mask == 'j < i' else 'next'}_{value}"
+        return f"{value}_at_{order}{_WHERE[mask]}"
     return f"{value}_at_{order}_{score}{_WHERE[mask]}"
 
 
 def _renamed(lines: dict[str, str]) -> dict[str, str]:
-    """Definitions renamed after what they compute where that is short and unambiguous."""
+    """Definitions named after what they compute (where short and unambiguous).
+
+    Equal definitions are made one.
+    """
     out: dict[str, str] = {}
     rename: dict[str, str] = {}
     pattern = re.compile(r"\b\w+\b")
+    same: dict[str, str] = {}  # formula -> the first name defining it
     for name, formula in lines.items():
         formula = pattern.sub(lambda m: rename.get(m.group(0), m.group(0)), formula)
-        better = _derived_name(formula.replace("True[j]", "True"))
+        if formula in same and name != "accept":  # an equal definition: one name for both
+            rename[name] = same[formula]
+            continue
+        better = _derived_name(formula)
         if better and len(better) <= MAX_NAME and better not in lines and \
                 better not in out and better not in rename.values():
             rename[name] = better
             name = better
         out[name] = formula
+        same.setdefault(formula, name)
     return out
 
 
