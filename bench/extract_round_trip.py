@@ -7,7 +7,12 @@ about 2,000 strings) and on random strings of length 100.
 Writes bench/results/extract_round_trip.json.
 
     PYTHONPATH=. python bench/extract_round_trip.py [--random 100]
-    PYTHONPATH=. python bench/extract_round_trip.py --examples 100   # the B-RASP examples, 10^4
+    PYTHONPATH=. python bench/extract_round_trip.py --examples 100   # the 8 examples, 10^4
+
+An extracted B-RASP program whose attentions look at the future only at the end also gets its
+minimal DFA (satsim.rasp.program_dfa), compared with the original's (the example program's,
+or the language's) by DFA equivalence; C-RASP examples are extracted with counts
+(satsim.rasp.extract_counts).
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from satsim.rasp import (
     read_program,
     regular_names,
 )
+from satsim.rasp.automata import DFA, decide, language_dfa
 from satsim.rasp.extract import NotExtractable, check_program, extract, write_program
+from satsim.rasp.extract_counts import extract_counts
+from satsim.rasp.program_dfa import brasp_dfa, equivalent
 from satsim.rasp.regular import star_free_program
 from satsim.rasp.verify import all_strings_up_to
 
@@ -55,30 +63,58 @@ def round_trip(name: str, n_random: int) -> dict:
     long = ["".join(rng.choice(alphabet) for _ in range(100)) for _ in range(n_random)]
     oracle_wrong = [s for s in short + long if meaning(s) != language.contains(s)]
     model_wrong = check_program(spec, back, short + long)
-    return dict(row, extracted=True, **extraction.summary(), lines=len(back.splitlines()),
+    dfa = _dfa_check(back, language_dfa(language))
+    return dict(row, extracted=True, **extraction.summary(), **dfa, lines=len(back.splitlines()),
                 exhaustive_to_length=length, short_strings=len(short), random_len100=len(long),
                 disagree_with_oracle=len(oracle_wrong), disagree_with_model=len(model_wrong),
                 seconds=round(time.time() - start, 1))
 
 
+def _dfa_check(text: str, original: DFA | None) -> dict:
+    """The extracted program's minimal DFA, decide's verdict and DFA equivalence with the
+    original's, or why there is no DFA."""
+    try:
+        dfa = brasp_dfa(parse_program(text, "brasp", "extracted"))
+    except SatsimError as refusal:
+        return {"dfa": str(refusal)}
+    row = {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}
+    if original is not None:
+        witness = equivalent(dfa, original)
+        row["dfa_equivalent"] = witness is None
+        row["dfa_witness"] = witness
+    return row
+
+
 def example_round_trip(path: str, n_long: int, long_len: int) -> dict:
-    """An example program, compiled and extracted: the original's interpreter, the extracted
-    program's and the model on every string to length 8 and on long random strings."""
+    """An example program, compiled and extracted (B-RASP, or C-RASP with counts): the
+    original's interpreter, the extracted program's and the model on every string to length 8
+    and on long random strings; for B-RASP also the DFAs where they can be built."""
     start = time.time()
     original = read_program(path)
     spec = compile_program(original, path)
-    extraction = extract(spec)
-    back = write_program(extraction)
-    meaning = interpreter(parse_program(back, "brasp", f"{path} extracted"))
+    language = original.language
+    if language == "brasp":
+        extraction = extract(spec)
+        back = write_program(extraction)
+        summary = extraction.summary()
+        try:
+            source_dfa = brasp_dfa(original)
+        except SatsimError:
+            source_dfa = None
+        summary.update(_dfa_check(back, source_dfa))
+    else:
+        counted = extract_counts(spec)
+        back, summary = counted.text, counted.summary()
+    meaning = interpreter(parse_program(back, language, f"{path} extracted"))
     first = interpreter(original)
     short, length = all_strings_up_to(original.alphabet, 8)
     rng = random.Random(1)
     long = ["".join(rng.choice(original.alphabet) for _ in range(long_len))
             for _ in range(n_long)]
-    return dict(example=path, **extraction.summary(), lines=len(back.splitlines()),
+    return dict(example=path, **summary, lines=len(back.splitlines()),
                 exhaustive_to_length=length, long_strings=n_long, long_len=long_len,
                 disagree_with_original=sum(meaning(s) != first(s) for s in short + long),
-                disagree_with_model=len(check_program(spec, back, short + long)),
+                disagree_with_model=len(check_program(spec, back, short + long, language)),
                 seconds=round(time.time() - start, 1))
 
 
@@ -89,11 +125,11 @@ def main() -> None:
                         help="languages left out (their B-RASP models take long to build)")
     parser.add_argument("--out", default="bench/results/extract_round_trip.json")
     parser.add_argument("--examples", type=int, default=0, metavar="K",
-                        help="instead: the B-RASP examples, with K random strings of 10^4")
+                        help="instead: the 8 example programs, with K random strings of 10^4")
     args = parser.parse_args()
     if args.examples:
         rows = [example_round_trip(str(path), args.examples, 10_000)
-                for path in sorted(Path("examples").glob("*.brasp"))]
+                for path in sorted(Path("examples").glob("*.?rasp"))]
         print(json.dumps(rows, indent=1))
         with open("bench/results/extract_examples.json", "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

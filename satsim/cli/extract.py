@@ -1,4 +1,4 @@
-"""``satsim extract MODEL -o OUT.brasp``: the B-RASP program of a finite-valued hard model."""
+"""``satsim extract MODEL -o OUT.brasp|OUT.crasp``: the program of a hard model."""
 
 from __future__ import annotations
 
@@ -12,12 +12,22 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
 @click.command("extract")
 @click.argument("path", metavar="MODEL", type=NonEmptyPath())
 @click.option("-o", "--output", "out", type=OutputPath(), required=True,
-              help="Write the program here (.brasp).")
+              help="Write the program here: .brasp (finite-valued models, certified) or .crasp "
+                   "(counting heads).")
 @click.option("--max-len", type=count(), default=6, show_default=True,
               help="Check the program against the model on every string up to this length.")
+@click.option("--dfa", "dfa_out", type=OutputPath(), default=None,
+              help="Also write the B-RASP program's minimal DFA here (JSON, for `satsim decide "
+                   "--dfa`); the summary gives its size and star-freeness either way.")
+@click.option("--pair", "pair_out", type=OutputPath(), default=None,
+              help="Also write MODEL carrying the extracted program (.safetensors), so that "
+                   "`satsim verify` checks the model against it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary.")
-def command(path, out, max_len, as_json) -> None:
-    """Extract a B-RASP program equal to MODEL, certified by closing its classes.
+def command(path, out, max_len, dfa_out, pair_out, as_json) -> None:
+    """Extract a program equal to MODEL: B-RASP (.brasp) or C-RASP (.crasp).
+
+    B-RASP is certified by closing the model's classes; C-RASP writes its counting heads as
+    counts and comparisons, in exact arithmetic of the weights.
 
     MODEL is a .safetensors model or a Hugging Face GPT-2 checkpoint folder.
 
@@ -26,28 +36,73 @@ def command(path, out, max_len, as_json) -> None:
     from satsim.errors import SatsimError
     from satsim.output import write_text_atomically
     from satsim.rasp.extract import check_program, extract, seen_classes, write_program
+    from satsim.rasp.extract_counts import extract_counts
     from satsim.rasp.verify import all_strings_up_to
 
-    if not str(out).endswith(".brasp"):
-        raise SatsimError(f"-o {out}: extract writes a B-RASP program; name it NAME.brasp")
+    language = str(out).rsplit(".", 1)[-1]
+    if language not in ("brasp", "crasp"):
+        raise SatsimError(f"-o {out}: extract writes a B-RASP or C-RASP program; name it "
+                          "NAME.brasp (finite-valued models) or NAME.crasp (counting heads)")
     spec = load_model(None, path)
-    extraction = extract(spec)
-    text = write_program(extraction)
     alphabet = tuple(t for t in spec.vocab if t != spec.bos)
     strings, max_len = all_strings_up_to(alphabet, max_len)
-    wrong = check_program(spec, text, strings)
+    if language == "brasp":
+        extraction = extract(spec)
+        text = write_program(extraction)
+        summary = dict(extraction.summary(),
+                       seen_classes_per_layer=seen_classes(extraction, strings),
+                       **_automaton(text, dfa_out))
+    else:
+        if dfa_out is not None:
+            raise SatsimError("--dfa: a DFA is produced for B-RASP programs (-o NAME.brasp)")
+        counted = extract_counts(spec)
+        text, summary = counted.text, counted.summary()
+    wrong = check_program(spec, text, strings, language)
     write_text_atomically(out, text)
-    summary = dict(extraction.summary(), seen_classes_per_layer=seen_classes(extraction, strings),
-                   program=str(out), lines=len(text.splitlines()),
-                   checked_strings=len(strings), checked_max_len=max_len, disagreements=len(wrong),
-                   first_disagreement=wrong[0] if wrong else None)
+    if pair_out is not None:
+        from dataclasses import replace
+
+        from satsim.model.io import save_spec
+
+        save_spec(replace(spec, source=text, source_language=language), pair_out)
+    summary.update(program=str(out), lines=len(text.splitlines()),
+                   checked_strings=len(strings), checked_max_len=max_len,
+                   disagreements=len(wrong), first_disagreement=wrong[0] if wrong else None)
     if as_json:
         click.echo(json.dumps(summary))
-    else:
+    elif language == "brasp":
         click.echo(f"wrote {out}: {summary['lines']} lines; classes per layer "
                    f"{summary['classes_per_layer']} ({summary['seen_classes_per_layer']} seen on "
                    f"the checked strings); closure certified for inputs up to "
                    f"{extraction.max_tokens} tokens; {len(strings)} strings to length "
-                   f"{max_len}: {len(wrong)} disagreements")
+                   f"{max_len}: {len(wrong)} disagreements; " + (
+                       f"minimal DFA {summary['dfa_states']} states, star-free "
+                       f"{summary['star_free']}" if summary["dfa_states"] else
+                       f"no DFA: {summary['dfa_refused']}"))
+    else:
+        click.echo(f"wrote {out}: {summary['lines']} lines; {summary['counts']} counts, "
+                   f"{summary['comparisons']} comparisons; exact in rational arithmetic for "
+                   f"inputs up to {counted.exact_up_to_tokens} tokens (float rounding not "
+                   f"bounded); {len(strings)} strings to length {max_len}: {len(wrong)} "
+                   "disagreements")
     if wrong:
         raise SystemExit(1)
+
+
+def _automaton(text: str, dfa_out) -> dict:
+    """The program's minimal DFA and its star-freeness (``decide``), or why there is none."""
+    from satsim.errors import SatsimError
+    from satsim.output import write_text_atomically
+    from satsim.rasp.automata import decide
+    from satsim.rasp.parse import parse_program
+    from satsim.rasp.program_dfa import brasp_dfa, dfa_json
+
+    try:
+        dfa = brasp_dfa(parse_program(text, "brasp", "<extracted program>"))
+    except SatsimError as refusal:
+        if dfa_out is not None:
+            raise
+        return {"dfa_states": None, "dfa_refused": str(refusal), "star_free": None}
+    if dfa_out is not None:
+        write_text_atomically(dfa_out, json.dumps(dfa_json(dfa)) + "\n")
+    return {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}

@@ -17,6 +17,7 @@ with the length, ties of different values) is refused, naming the head and class
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,22 +25,6 @@ import numpy as np
 from satsim.errors import SatsimError
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import ModelSpec
-from satsim.rasp.ir import (
-    FALSE,
-    TRUE,
-    Const,
-    Defined,
-    Formula,
-    Read,
-    Token,
-    Var,
-    conjoin,
-    defined_names,
-    disjoin,
-    negate,
-    program_text,
-    var,
-)
 from satsim.reference.forward import feed_forward
 
 SUPPORTED_FEATURES = ("1", "i", "n")
@@ -232,6 +217,22 @@ class _Scores:
         return levels, "leftmost" if gamma < 0 else "rightmost"
 
 
+def live_dims(spec: ModelSpec, boundary: int) -> np.ndarray:
+    """The residual dimensions some sublayer after layer boundary ``boundary`` reads.
+
+    The others are dead: no later query, key, value, feed-forward or the unembedding reads
+    them (their rows are exactly zero), so two vectors that differ only there are one class.
+    """
+    reads = [spec.output.W_U]
+    for block in spec.blocks[boundary:]:
+        if block.attn is not None:
+            a = block.attn
+            reads += [m.transpose(1, 0, 2).reshape(m.shape[1], -1) for m in (a.W_Q, a.W_K, a.W_V)]
+        if block.mlp is not None:
+            reads.append(block.mlp.W_in)
+    return np.any(np.concatenate([np.asarray(r) for r in reads], axis=1) != 0, axis=1)
+
+
 def _key(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float64).tobytes()
 
@@ -294,7 +295,7 @@ def _head(spec: ModelSpec, layer: int, h: int, vectors: list[np.ndarray],
             if rules[qc] == "tie" and len({value[k] for k in level}) > 1:
                 raise NotExtractable(f"block {layer} head {h}: query class {qc} ties key "
                                      f"classes {level} of different values (an average: not "
-                                     "finite-valued)")
+                                     "finite-valued; -o NAME.crasp extracts counts)")
     return Head(levels, rules, value, values.vectors, [v @ a.W_O[h] for v in values.vectors])
 
 
@@ -306,6 +307,7 @@ def _close_layer(spec, layer, block, vectors, bos_set, pos_set, N):
                  for h in range(block.attn.n_heads)]
     built = Layer(heads)
     nxt = _ClassSet()
+    dead = ~live_dims(spec, layer + 1)
     sides = {"pos": set(), "bos": set()}
     combos = 0
     for side, queries in (("pos", pos_set), ("bos", bos_set)):
@@ -326,6 +328,7 @@ def _close_layer(spec, layer, block, vectors, bos_set, pos_set, N):
                         x = x + block.attn.b_O
                 if block.mlp is not None:
                     x = x + feed_forward(x[None, :], block.mlp)[0]
+                x[dead] = 0  # never read again: classes differ only where it matters
                 k = nxt.add(x)
                 if len(nxt.vectors) > MAX_CLASSES:
                     raise NotExtractable(
@@ -356,19 +359,27 @@ def _outcomes(head: Head, mask: str, side: str, qc: int, bos_set, pos_set) -> li
     return sorted(outs)
 
 
-@dataclass(frozen=True)
-class _Attention:
-    """``side(mask, score, value, default=False)``: a B-RASP attention the program defines."""
+def _joined(terms, word: str, unit: str, zero: str) -> str:
+    """Formula strings joined by ``word``; ``unit`` drops out and ``zero`` absorbs the rest."""
+    terms = [t for t in dict.fromkeys(terms) if t != unit]
+    if zero in terms:
+        return zero
+    return unit if not terms else terms[0] if len(terms) == 1 else \
+        "(" + f" {word} ".join(terms) + ")"
 
-    side: str
-    mask: str  # the program's mask: "j < i", "j > i" or "True"
-    score: Formula
-    value: Formula
 
-    def text(self) -> str:
-        """The attention in B-RASP syntax."""
-        return (f"{self.side}({self.mask}, {program_text(self.score)}, "
-                f"{program_text(self.value)}, default=False)")
+def _any(terms) -> str:
+    """The disjunction of formula strings, "False" when there are none."""
+    return _joined(terms, "or", "False", "True")
+
+
+def _all(terms) -> str:
+    """The conjunction of formula strings, "True" when there are none."""
+    return _joined(terms, "and", "True", "False")
+
+
+def _not(term: str) -> str:
+    return {"True": "False", "False": "True"}.get(term, f"not {term}")
 
 
 class _Writer:
@@ -376,21 +387,23 @@ class _Writer:
 
     def __init__(self, ex: Extraction) -> None:
         self.ex = ex
-        self.lines: dict[str, Formula | _Attention] = {}
+        self.lines: dict[str, str] = {}
 
-    def define(self, name: str, formula: Formula | _Attention) -> Formula:
-        """A definition, read by name (constants and names are returned as they are)."""
-        if isinstance(formula, Const) or isinstance(formula, Var) and isinstance(
-                formula.variable, Defined):
+    def define(self, name: str, formula: str) -> str:
+        """A definition (constants and names are returned as they are)."""
+        if formula in ("True", "False") or re.fullmatch(r"\w+", formula):
             return formula
         self.lines[name] = formula
-        return var(Defined(name))
+        return name
 
     def cls(self, side: str, layer: int, k: int) -> str:
         return f"{'bos' if side == 'bos' else 'at'}{layer}_c{k}"
 
-    def at(self, vector: Formula, where: str) -> Formula:
-        return vector if isinstance(vector, Const) else var(Read(where, vector))
+    def at(self, name: str, where: str) -> str:
+        return name if name in ("True", "False") else f"{name}[{where}]"
+
+
+
 
 
 def write_program(ex: Extraction) -> str:
@@ -406,34 +419,32 @@ def write_program(ex: Extraction) -> str:
     first = {c: [t for t in range(len(spec.vocab)) if t != bos_id and
                  rows[t] == _key(v)] for c, v in enumerate(ex.classes[0])}
     for k in sorted(ex.pos_classes[0]):
-        toks = [var(Token(spec.vocab[t])) for t in first[k]]
+        toks = [f'Q("{spec.vocab[t]}")' for t in first[k]]
         label = "_".join(spec.vocab[t] if spec.vocab[t].isalnum() else f"x{ord(spec.vocab[t])}"
                          for t in first[k])
-        names[("pos", 0, k)] = w.define(f"is_{label}", disjoin(*toks))
+        names[("pos", 0, k)] = w.define(f"is_{label}", _any(toks))
     for k in ex.bos_classes[0]:
-        names[("bos", 0, k)] = TRUE
+        names[("bos", 0, k)] = "True"
     for layer, built in enumerate(ex.layers):
         outs = [_head_outputs(w, ex, names, layer, h) for h in range(len(built.heads))]
         for side in SIDES:
-            terms: dict[int, list[Formula]] = {}
+            terms: dict[int, list[str]] = {}
             for (s, qc, combo), k in built.table.items():
                 if s != side:
                     continue
                 parts = [names[(side, layer, qc)]] + [outs[h][side][o]
                                                       for h, o in enumerate(combo)]
-                terms.setdefault(k, []).append(conjoin(*parts))
+                terms.setdefault(k, []).append(_all(parts))
             for k, alternatives in terms.items():
                 names[(side, layer + 1, k)] = w.define(w.cls(side, layer + 1, k),
-                                                       disjoin(*alternatives))
+                                                       _any(alternatives))
     L = len(ex.layers)
-    accept_pos = disjoin(*(names[("pos", L, k)]
-                           for k in sorted(ex.pos_classes[L] & ex.accepting)))
-    accept_bos = disjoin(*(names[("bos", L, k)]
-                           for k in sorted(ex.bos_classes[L] & ex.accepting)))
-    nonempty = disjoin(*(var(Token(t)) for t in symbols))
-    accept = disjoin(conjoin(nonempty, accept_pos), conjoin(negate(nonempty), accept_bos))
+    accept_pos = _any(names[("pos", L, k)] for k in sorted(ex.pos_classes[L] & ex.accepting))
+    accept_bos = _any(names[("bos", L, k)] for k in sorted(ex.bos_classes[L] & ex.accepting))
+    nonempty = _any(f'Q("{t}")' for t in symbols)
+    accept = _any([_all([nonempty, accept_pos]), _all([_not(nonempty), accept_bos])])
     w.lines["accept"] = accept
-    return _live_text(w.lines, "".join(symbols))
+    return _live_text(_renamed(w.lines), "".join(symbols))
 
 
 def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict:
@@ -443,7 +454,7 @@ def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict
     result = {}
     for side in SIDES:
         queries = sorted(ex.bos_classes[layer] if side == "bos" else ex.pos_classes[layer])
-        out_v: dict[int, list[Formula]] = {}
+        out_v: dict[int, list[str]] = {}
         for rule in ("left", "right"):
             mine = [qc for qc in queries if (head.rule[qc] == "rightmost") == (rule == "right")]
             if not mine:
@@ -452,22 +463,34 @@ def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict
             if rule == "right":
                 groups.reverse()
             depth = max(len(head.levels[qc]) for qc in mine)
-            earlier_levels: list[Formula] = []
+            earlier_levels: list[str] = []
             for lv in range(depth):
                 tag = f"l{layer}h{h}_{side}_{rule}{lv}"
                 has, val = _level_groups(w, ex, names, layer, head, side, mine, lv, groups,
                                          rule, tag)
-                seen: list[Formula] = []
+                seen: list[str] = []
                 for g, g_has in zip(groups, has):
                     for v, formula in val[g].items():
                         out_v.setdefault(v, []).append(
-                            conjoin(formula, *(negate(x) for x in seen + earlier_levels)))
+                            _all([formula] + [_not(x) for x in seen + earlier_levels]))
                     seen.append(g_has)
-                earlier_levels.append(w.define(f"{tag}_any", disjoin(*has)))
-        result[side] = {v: w.define(f"l{layer}h{h}_{side}_val{v}", disjoin(*terms))
+                earlier_levels.append(w.define(f"{tag}_any", _any(has)))
+        result[side] = {v: w.define(f"l{layer}h{h}_{side}_val{v}", _any(terms))
                         for v, terms in out_v.items()}
-        result[side][NONE] = negate(disjoin(*result[side].values()))
+        result[side][NONE] = _not(_any(result[side].values()))
     return result
+
+
+def _classes(ex: Extraction, q: dict, side: str, layer: int, qcs: set[int] | None) -> str:
+    """The disjunction of some query classes, True where they are all an input position has.
+
+    The program reads the input side only at input positions, where one of them holds.
+    """
+    if not qcs:
+        return "False"
+    if side == "pos" and qcs == ex.pos_classes[layer]:
+        return "True"
+    return _any(q[qc] for qc in sorted(qcs))
 
 
 def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
@@ -479,44 +502,102 @@ def _level_groups(w, ex, names, layer, head, side, mine, lv, groups, rule, tag):
     for g in groups:
         if g in ("bos", "self"):
             pool = ex.bos_classes[layer] if g == "bos" else None
-            by_value: dict[int, list[Formula]] = {}
+            by_value: dict[int, list[str]] = {}
             present = []
+            plain: dict[int | None, set[int]] = {}  # queries whose term is their own class
             for qc in mine:
                 ks = ({qc} if g == "self" else pool) & level[qc]
                 for k in ks:
-                    term = q[qc] if g == "self" else conjoin(q[qc], names[("bos", layer, k)])
+                    key = q[qc] if g == "self" else names[("bos", layer, k)]
+                    if key in ("True", q[qc]):
+                        plain.setdefault(None, set()).add(qc)
+                        plain.setdefault(head.value[k], set()).add(qc)
+                        continue
+                    term = _all([q[qc], key])
                     present.append(term)
                     by_value.setdefault(head.value[k], []).append(term)
-            has.append(w.define(f"{tag}_{g}", disjoin(*present)))
-            val[g] = {v: disjoin(*t) for v, t in by_value.items()}
+            has.append(w.define(f"{tag}_{g}", _any(present + [_classes(ex, q, side, layer,
+                                                                        plain.get(None))])))
+            val[g] = {v: _any(by_value.get(v, []) + [_classes(ex, q, side, layer, plain.get(v))])
+                      for v in set(by_value) | set(plain) - {None}}
             continue
         keys = ex.pos_classes[layer]
         by_keys: dict[tuple[int, ...], list[int]] = {}  # queries that want the same keys
         for qc in mine:
             by_keys.setdefault(tuple(sorted(level[qc] & keys)), []).append(qc)
         every = ex.bos_classes[layer] if side == "bos" else ex.pos_classes[layer]
-        score = disjoin(*(conjoin(
-            w.at(TRUE if set(qcs) == every else
-                 w.define(f"{tag}_query{n}", disjoin(*(q[qc] for qc in qcs))), "i"),
-            disjoin(*(w.at(names[("pos", layer, k)], "j") for k in wanted)))
-            for n, (wanted, qcs) in enumerate(by_keys.items()) if wanted))
-        if score == FALSE:
-            has.append(FALSE)
+        score = _any(_all([w.at("True" if set(qcs) == every else
+                                w.define(f"{tag}_query{n}", _any(q[qc] for qc in qcs)), "i"),
+                           "True" if set(wanted) == keys else
+                           _any(w.at(names[("pos", layer, k)], "j") for k in wanted)])
+                     for n, (wanted, qcs) in enumerate(by_keys.items()) if wanted)
+        if score == "False":
+            has.append("False")
             val[g] = {}
             continue
         pm = _PROGRAM_MASK[g]
         fn = "rightmost" if rule == "right" else "leftmost"
-        has.append(w.define(f"{tag}_{g}", _Attention("leftmost", pm, score, TRUE)))
+        has.append(w.define(f"{tag}_{g}", f"leftmost({pm}, {score}, True, default=False)"))
         val[g] = {}
         for v in sorted({head.value[k] for k in keys}):
             holders = {k for k in keys if head.value[k] == v}
-            holds = TRUE if holders == keys else disjoin(*(w.at(names[("pos", layer, k)], "j")
-                                                           for k in sorted(holders)))
-            val[g][v] = w.define(f"{tag}_{g}_val{v}", _Attention(fn, pm, score, holds))
+            holds = "True" if holders == keys else _any(w.at(names[("pos", layer, k)], "j")
+                                                        for k in sorted(holders))
+            val[g][v] = w.define(f"{tag}_{g}_val{v}",
+                                 f"{fn}({pm}, {score}, {holds}, default=False)")
     return has, val
 
 
-def _live_text(lines: dict[str, Formula | _Attention], alphabet: str) -> str:
+_ATTEND = re.compile(r"(leftmost|rightmost)\((j < i|j > i|True), (True|\w+\[j\]), "
+                     r"(True|\w+\[j\]), default=False\)")
+_WHERE = {"j < i": "_before", "j > i": "_after", "True": ""}
+MAX_NAME = 40
+"""Names derived from what a definition does are kept only up to this length."""
+
+
+def _derived_name(formula: str) -> str | None:
+    """A name saying what an attention finds: prev_X, next_X, some_X_before, Y_at_last_X..."""
+    m = _ATTEND.fullmatch(formula)
+    if m is None:
+        return None
+    side, mask, score, value = m.groups()
+    score = score.removesuffix("[j]")
+    if value == "True":
+        return f"some{_WHERE[mask]}" if score == "True" else f"some_{score}{_WHERE[mask]}"
+    value = value[:-3]
+    order = "last" if side == "rightmost" else "first"
+    if score == "True":
+        if mask != "True" and (side == "rightmost") == (mask == "j < i"):
+            return f"{'prev' if mask == 'j < i' else 'next'}_{value}"
+        return f"{value}_at_{order}{_WHERE[mask]}"
+    return f"{value}_at_{order}_{score}{_WHERE[mask]}"
+
+
+def _renamed(lines: dict[str, str]) -> dict[str, str]:
+    """Definitions named after what they compute (where short and unambiguous).
+
+    Equal definitions are made one.
+    """
+    out: dict[str, str] = {}
+    rename: dict[str, str] = {}
+    pattern = re.compile(r"\b\w+\b")
+    same: dict[str, str] = {}  # formula -> the first name defining it
+    for name, formula in lines.items():
+        formula = pattern.sub(lambda m: rename.get(m.group(0), m.group(0)), formula)
+        if formula in same and name != "accept":  # an equal definition: one name for both
+            rename[name] = same[formula]
+            continue
+        better = _derived_name(formula)
+        if better and len(better) <= MAX_NAME and better not in lines and \
+                better not in out and better not in rename.values():
+            rename[name] = better
+            name = better
+        out[name] = formula
+        same.setdefault(formula, name)
+    return out
+
+
+def _live_text(lines: dict[str, str], alphabet: str) -> str:
     """The definitions ``accept`` needs, in order, as program text."""
     live, todo = set(), ["accept"]
     while todo:
@@ -524,23 +605,21 @@ def _live_text(lines: dict[str, Formula | _Attention], alphabet: str) -> str:
         if name in live or name not in lines:
             continue
         live.add(name)
-        line = lines[name]
-        todo.extend(defined_names(line.score) | defined_names(line.value)
-                    if isinstance(line, _Attention) else defined_names(line))
-    body = [f"{name} = {line.text() if isinstance(line, _Attention) else program_text(line)}"
-            for name, line in lines.items() if name in live]
+        todo.extend(re.findall(r"\b\w+\b", lines[name]))
+    body = [f"{name} = {formula}" for name, formula in lines.items() if name in live]
     return "\n".join(["# extracted by satsim extract", f'alphabet = "{alphabet}"'] + body) + "\n"
 
 
-def check_program(spec: ModelSpec, text: str, strings: list[str]) -> list[str]:
+def check_program(spec: ModelSpec, text: str, strings: list[str],
+                  language: str = "brasp") -> list[str]:
     """The strings on which the program's interpreter and the model (the engine) disagree."""
     from satsim.engine.simulator import Simulator
-    from satsim.rasp.brasp import accepts
+    from satsim.rasp import interpreter
     from satsim.rasp.parse import parse_program
 
-    program = parse_program(text, "brasp", "<extracted program>")
+    meaning = interpreter(parse_program(text, language, "<extracted program>"))
     model = Simulator(spec).accepts(strings) if strings else []
-    return [s for s, m in zip(strings, model) if accepts(program, s) != bool(m)]
+    return [s for s, m in zip(strings, model) if meaning(s) != bool(m)]
 
 
 def seen_classes(ex: Extraction, strings: list[str]) -> list[int]:
@@ -562,6 +641,8 @@ def seen_classes(ex: Extraction, strings: list[str]) -> list[int]:
         for layer, end in enumerate(ends):
             rows = np.array(trace.residuals[end], dtype=np.float64)
             rows[:, P] = 0
+            if layer:
+                rows[:, ~live_dims(spec, layer)] = 0
             for row in rows:
                 if _key(row) not in known[layer]:
                     raise AssertionError(f"the engine reached a class outside the closure at "
