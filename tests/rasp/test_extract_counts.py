@@ -12,11 +12,11 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.support.rasp_programs import crasp_programs, naive_crasp
 
 from satsim.rasp import compile_program, interpreter, parse_program, read_program
 from satsim.rasp.extract import NotExtractable, check_program
 from satsim.rasp.extract_counts import extract_counts
+from tests.support.rasp_programs import crasp_programs, naive_crasp
 
 CRASP_EXAMPLES = ("majority", "dyck1", "anbn", "affine")
 

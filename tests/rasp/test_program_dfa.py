@@ -8,7 +8,6 @@ import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from tests.support.rasp_programs import brasp_programs, naive_brasp
 
 import languages
 from satsim.errors import SatsimError
@@ -16,6 +15,7 @@ from satsim.rasp import compile_program, interpreter, parse_program, read_progra
 from satsim.rasp.automata import decide, language_dfa
 from satsim.rasp.extract import extract, write_program
 from satsim.rasp.program_dfa import brasp_dfa, equivalent
+from tests.support.rasp_programs import brasp_programs, naive_brasp
 
 PAST_LOOKING = ("first", "a_before_b", "tomita4")
 
