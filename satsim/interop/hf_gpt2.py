@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from satsim.errors import SatsimError
-from satsim.interop.zoo_tasks import task_of
+from satsim.interop.zoo_tasks import EOS, PAD, SEP, SPECIALS, task_of
 from satsim.model.spec import (
+    BOS,
     AttentionSpec,
     BlockSpec,
     FeedForwardSpec,
@@ -37,9 +38,8 @@ ZOO_ALPHABETS = {"tomita": "01", "aaaastar": "a", "aastar": "a", "ababstar": "ab
                  "abcde": "abcde", "ab_d_bc": "abcd", "012_0_2": "012", "d": "ab"}
 """The input symbols of the zoo's formal languages (lacoco-lab/decompiling_transformers), by
 the task name in the folder's name (``bce_D2-@1l1h16d3lr00drop``: Dyck-style D_n over a, b)."""
-ZOO_SPECIALS = ("<bos>", "<sep>", "<eos>", "<pad>")
-"""The special tokens the zoo's tokenizer puts after the sorted symbols, in order."""
-OUTPUT_ONLY = ("<sep>", "<eos>", "<pad>")
+OUTPUT_ONLY = (SEP, EOS, PAD)
+"""The zoo's special tokens that are never inputs of a formal-language model."""
 """Tokens a next-symbol model predicts but never reads: the spec's vocabulary leaves them out
 (their embedding rows unused), its labels keep them."""
 SUPPORTED = {"model_type": "gpt2", "activation_function": "gelu_new",
@@ -96,8 +96,7 @@ def _task(config: dict[str, Any]) -> str:
 def default_vocab(config: dict[str, Any], size: int) -> list[str]:
     """Token names when none are given: ``t0``, ``t1``, … and ``<bos>``, ``<eos>``, ``<pad>``."""
     names = [f"t{i}" for i in range(size)]
-    for key, name in (("bos_token_id", "<bos>"), ("eos_token_id", "<eos>"),
-                      ("pad_token_id", "<pad>")):
+    for key, name in (("bos_token_id", BOS), ("eos_token_id", EOS), ("pad_token_id", PAD)):
         index = config.get(key)
         if isinstance(index, int) and 0 <= index < size:
             names[index] = name
@@ -115,7 +114,7 @@ def zoo_vocab(folder_name: str, size: int) -> list[str] | None:
     task = folder_name.split("-")[0].lower().removeprefix("bce_")
     for key, symbols in ZOO_ALPHABETS.items():
         if (task.startswith(key) if key != "d" else task[:1] == "d" and task[1:].isdigit()):
-            vocab = [*sorted(symbols), *ZOO_SPECIALS]
+            vocab = [*sorted(symbols), *SPECIALS]
             return vocab if len(vocab) == size else None
     return None
 

@@ -22,10 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.model.spec import BOS
 
 SEP, EOS = "<sep>", "<eos>"
-SPECIALS = ("<bos>", SEP, EOS, "<pad>")
-"""The special tokens the zoo's tokenizer puts after the ordinary ones, in id order."""
+PAD = "<pad>"
+SPECIALS = (BOS, SEP, EOS, PAD)
+"""The special tokens the zoo's tokenizer puts after the ordinary ones, in id order (its
+``<bos>`` is satsim's BOS)."""
 NUMBERS = 150
 """The zoo's longest test length: the numeric tasks' symbols are 0 … 149."""
 BIGRAM_SYMBOLS = 16
