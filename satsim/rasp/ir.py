@@ -8,8 +8,8 @@ types, so that none is ever taken for another, whatever a program names its defi
 - a :class:`Token`: true where the input token is a given symbol (or BOS);
 - a :class:`Read`: a Boolean vector read at the query (``i``) or the key (``j``) inside a
   B-RASP attention;
-- a :class:`Defined`: a definition of a program that :mod:`satsim.rasp.extract` writes, printed
-  as B-RASP by :func:`program_text`.
+- a :class:`Defined`: a named definition of a program, printed as B-RASP by
+  :func:`program_text` (:mod:`satsim.rasp.extract` still writes its programs as text).
 
 Formulas are built with :func:`negate`, :func:`conjoin` and :func:`disjoin`, which simplify
 (constants absorb or drop out, nested conjunctions and disjunctions flatten), so that equal
@@ -222,14 +222,3 @@ def _variable_text(v: Variable) -> str:
     if isinstance(v, Token) and v.symbol is not None:
         return f'Q("{v.symbol}")'
     raise TypeError(f"{v!r} is not part of B-RASP")
-
-
-def defined_names(f: Formula) -> set[str]:
-    """The definitions a formula reads, inside reads too."""
-    found: set[str] = set()
-    for v in variables(f):
-        if isinstance(v, Defined):
-            found.add(v.name)
-        elif isinstance(v, Read):
-            found |= defined_names(v.vector)
-    return found
