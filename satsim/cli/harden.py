@@ -52,16 +52,18 @@ def _delta_text(delta, default: str = "-") -> str:
 def _print(result) -> None:
     bins = [f"{low}-{high}" for low, high in result.bins]
     click.echo(f"{'head':<6} {'role':<9} {'kind':<14} {'δ':>6}  "
-               + "  ".join(f"{b:>9}" for b in bins) + "  classes   tolerant-hard δ / score-class δ")
+               + "  ".join(f"{b:>9}" for b in bins[:result.searched])
+               + "  classes   tolerant-hard δ / score-class δ")
     for r in result.heads:
         widths = (",".join(_delta_text(w, "τ") for w in r.tolerant_widths) or "-") + " / " + (
             ",".join(map(_delta_text, r.class_widths)) or "-")
         click.echo(f"{r.layer}.{r.head:<4} {r.role:<9} {r.kind:<14} {_delta_text(r.delta):>6}  "
                    + "  ".join(f"{a:>9.3f}" for a in r.agreement)
                    + f"  {'/'.join(map(str, r.classes)) or '-':<9} {widths}")
+    shares = [f"{b} {a:.3f}" + (" (held out)" if index >= result.searched else "")
+              for index, (b, a) in enumerate(zip(bins, result.agreement))]
     click.echo(f"hybrid: {result.hardened} of {len(result.heads)} heads hardened; agreement with "
-               "the soft model per bin " + ", ".join(f"{b} {a:.3f}" for b, a in
-                                                     zip(bins, result.agreement)))
+               "the soft model per bin " + ", ".join(shares))
 
 
 @click.command("harden")
@@ -74,10 +76,17 @@ def _print(result) -> None:
 @click.option("--bins", default=ZOO_BINS, show_default=True, help="Length bins, low-high,...")
 @click.option("-n", "n", type=count(1), default=40, show_default=True,
               help="Strings per bin.")
+@click.option("--held-out", "held_out", type=count(), default=0, show_default=True,
+              help="How many of the longest bins the search leaves out: the hybrid must agree on "
+                   "the others; its agreement on these is only measured.")
+@click.option("--prefer", type=click.Choice(("selector", "counter")), default="selector",
+              show_default=True,
+              help="For a head that keeps the decisions both as tolerant-hard and as score-class, "
+                   "which the search tries first.")
 @click.option("--seed", type=count(), default=0, show_default=True, help="Sampling seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the tables as JSON.")
-def command(model: str, out: str, lang_name: str | None, bins: str, n: int, seed: int,
-            as_json: bool) -> None:
+def command(model: str, out: str, lang_name: str | None, bins: str, n: int, held_out: int,
+            prefer: str, seed: int, as_json: bool) -> None:
     """Harden MODEL (a satsim model file or a Hugging Face GPT-2 checkpoint folder) head by head.
 
     Each head is tried alone as tolerant-hard (from saturated up) and score-class over a grid
@@ -92,17 +101,21 @@ def command(model: str, out: str, lang_name: str | None, bins: str, n: int, seed
     from satsim.model.io import save_spec
 
     bin_list = parse_bins(bins)
+    if held_out >= len(bin_list):
+        raise SatsimError(f"--held-out {held_out} leaves none of the {len(bin_list)} bins to "
+                          "search; give a smaller number or more --bins")
     check_test_set_memory(bin_list, n, "lower -n or the lengths of --bins")
     spec = load_model(None, model)
     if spec.fixed_kinds:
         raise SatsimError(f"{model} already fixes attention kinds per head; harden its soft model")
     strings, scored_from, source = _strings(spec, model, lang_name, bin_list, n, seed)
-    result = harden(spec, strings, bin_list, scored_from)
+    result = harden(spec, strings, bin_list, scored_from, held_out=held_out, prefer=prefer)
     save_spec(result.spec, out)
     if as_json:
         click.echo(json.dumps({"model": spec.name, "output": out, "strings": source,
                                "bins": bin_list,
-                               "agreement": result.agreement, "hardened": result.hardened,
+                               "agreement": result.agreement, "searched": result.searched,
+                               "hardened": result.hardened,
                                "heads": [asdict(r) for r in result.heads]}))
     else:
         click.echo(f"strings: {source}")

@@ -15,9 +15,22 @@ import pytest
 import languages
 from satsim import Simulator, load_spec
 from satsim.analysis import strings as string_policy
-from satsim.analysis.harden import MAX_CLASSES, _Judge, first_changes, harden, with_kinds
+from satsim.analysis.harden import (
+    CLASS_TRIES,
+    MAX_CLASSES,
+    WIDTHS,
+    _class_widths,
+    _Judge,
+    first_changes,
+    growth_first_changes,
+    harden,
+    with_kinds,
+)
+from satsim.errors import SatsimError
 from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.readout import next_symbol_sets
+from satsim.model.respec import map_named
+from satsim.model.settings import AttentionSettings
 from satsim.reference.attention import class_count
 from satsim.reference.forward import forward
 from tests.support.helpers import run_satsim
@@ -129,3 +142,74 @@ def test_the_command_hardens_a_zoo_algorithmic_checkpoint_on_its_own_task(tmp_pa
     refused = run_satsim("harden", str(folder), "-o", str(tmp_path / "g.safetensors"),
                          "--bins", "0-0")
     assert refused.returncode == 2 and refused.stderr.startswith("error: task bin_majority")
+
+
+def test_held_out_bins_are_measured_on_the_hybrid_but_never_searched():
+    spec = from_hf_gpt2(ZOO / "bce_aastar", check=False)
+    strings = _strings("aa-star", 12, 0)
+    result = harden(spec, strings, BINS, held_out=1)
+    alone = harden(spec, strings[:1], BINS[:1])
+    assert result.searched == 1 and [h.agreement for h in result.heads] == [
+        h.agreement for h in alone.heads]  # per head: the searched bin only
+    assert [(h.kind, h.delta) for h in result.heads] == [(h.kind, h.delta) for h in alone.heads]
+    labels = np.array(spec.output.labels, dtype=object)
+    soft = Simulator(spec, "softmax").next_symbols(strings[1])
+    same = [next_symbol_sets(labels, forward(result.spec, s).logits, s) == expected
+            for s, expected in zip(strings[1], soft)]
+    assert result.agreement[1] == np.mean(same)
+    with pytest.raises(SatsimError, match="at least one"):
+        harden(spec, strings, BINS, held_out=2)
+
+
+def test_one_sublayer_grown_alone_changes_the_decisions_where_reported():
+    spec = from_hf_gpt2(ZOO / "bce_D2", check=False).astype(np.float64)
+    strings = _strings("d2", 12, 0)[0]
+    grid = (1.1, 1.5, 2.0, 5.0)
+    first = growth_first_changes(spec, strings, grid)
+    assert list(first) == ["embed", "pos_embed", "blocks.0.attn", "blocks.0.mlp", "blocks.0.ln1",
+                           "blocks.0.ln2", "ln_final", "unembed"]
+    # a bias-free readout scaled by c > 0 scales every logit: no next-symbol set changes
+    assert first["unembed"] is None and first["ln_final"] is None
+    labels = np.array(spec.output.labels, dtype=object)
+    softmax = AttentionSettings(kind="softmax")
+
+    def answers(grown: str, c: float) -> list:
+        scaled = map_named(spec, lambda name, a: a * c if name.startswith(grown + ".") else a)
+        return [next_symbol_sets(labels, forward(scaled, s, softmax).logits, s) for s in strings]
+    trained = answers("", 1.0)
+    changed = {group: c for group, c in first.items() if c is not None}
+    assert changed  # the D_2 model's decisions flip at c ≈ 1.1 (docs/zoo.md)
+    for group, c in changed.items():
+        shares = {value: np.mean([a == b for a, b in zip(answers(group, value), trained)])
+                  for value in grid[:grid.index(c) + 1]}
+        assert shares.pop(c) < 0.99 and all(share >= 0.99 for share in shares.values())
+
+
+def test_score_class_widths_are_the_narrowest_bounded_ones_even_between_unbounded_widths():
+    class Classes:  # D_3's head: bounded only between 0.015 and 0.03 (docs/zoo.md)
+        def classes(self, head, width, stop_above=None):
+            if width < 0.015:
+                return (8, 9, 11)  # too many, and more on the long bin
+            return (4, 4, 4) if width <= 0.03 else (3, 3, 4)
+    tried = _class_widths(Classes(), (0, 0), WIDTHS)
+    assert len(tried) == CLASS_TRIES and tried == sorted(tried)
+    assert all(0.015 <= w <= 0.03 for w in tried)
+    assert _class_widths(Classes(), (0, 0), (0.001, 0.01)) == []
+
+
+def test_preferring_counters_makes_heads_that_keep_the_decisions_both_ways_score_class():
+    spec = from_hf_gpt2(ZOO / "bce_aastar", check=False)
+    strings = _strings("aa-star", 12, 0)
+    selectors = harden(spec, strings, BINS)
+    counters = harden(spec, strings, BINS, prefer="counter")
+    assert all(h.kind == "saturated" and h.class_widths for h in selectors.heads)
+    assert [(h.kind, h.delta, h.role) for h in counters.heads] == [
+        ("score-class", h.class_widths[0], "counter") for h in selectors.heads]
+    labels = np.array(spec.output.labels, dtype=object)
+    for group, share in zip(strings, counters.agreement):
+        soft = Simulator(spec, "softmax").next_symbols(group)
+        same = [next_symbol_sets(labels, forward(counters.spec, s).logits, s) == expected
+                for s, expected in zip(group, soft)]
+        assert share == np.mean(same) >= 0.99
+    with pytest.raises(SatsimError, match="prefer"):
+        harden(spec, strings, BINS, prefer="both")

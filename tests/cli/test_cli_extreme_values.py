@@ -350,6 +350,7 @@ VALID = {
     "extract --max-len='0'": _field(("checked_max_len",), 0),
     f"extract --max-len={M!r}": _extracted(),
     "harden --seed='0'": _hardened(), f"harden --seed={M!r}": _hardened(),
+    "harden --held-out='0'": _hardened(),
     "scan-snap --epsilon='1000000000000000.0'": _field(("epsilon",), float(HUGE)),
     "scan-snap --common='0'": _field(("common",), 0),
     "scan-snap --common-per-query='0'": _field(("common_per_query",), 0),
