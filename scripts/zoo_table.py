@@ -4,17 +4,19 @@
 
 ZOO_DIR holds the zoo's checkpoint folders (``share/saved_models`` of the repository). For each
 folder: import it (or say why not); draw 40 strings a bin (0-50, 51-100, 101-150) for the search
-(seed 0) and, apart, for scoring (seed 1): positive strings of the satsim language that matches
-a formal-language task (right: every position's next-symbol set), or examples of an algorithmic
-task of :mod:`satsim.interop.zoo_tasks` (right: the largest logit is the next token at every
-position from ``<sep>`` on); and score, per bin, the share of strings right:
-soft (softmax), limit (lim c→∞: ``limit_signs``, or ``limit_argmax`` for a categorical model;
-undetermined counts as wrong), hard (every head saturated at the trained scores), tolerant-hard
-(every head tolerant-hard at the δ of ``TOLERANT_WIDTHS`` that agrees best with the soft model
-on the search strings) and the hybrid of ``satsim harden``, with each head's kind; and per bin
-the first c of ``SWEEP`` at which the model at cθ (float64), and the first β (the attention
-scores alone times β), answers fewer than 99 % of the search strings as the model does ("-":
-none up to 10).
+(seed 0; the search requires agreement on 0-50 and 51-100 and only measures 101-150, see
+``--held-out``) and, apart, for scoring (seed 1): positive strings of the satsim language that
+matches a formal-language task (right: every position's next-symbol set), or examples of an
+algorithmic task of :mod:`satsim.interop.zoo_tasks` (right: the largest logit is the next token at
+every position from ``<sep>`` on); and score, per bin, the share of strings right: soft (softmax),
+limit (lim c→∞: ``limit_signs``, or ``limit_argmax`` for a categorical model; undetermined counts
+as wrong), hard (every head saturated at the trained scores), tolerant-hard (every head
+tolerant-hard at the δ of ``TOLERANT_WIDTHS`` that agrees best with the soft model on the search
+strings) and the hybrid of ``satsim harden``, with each head's kind; and per bin the first c of
+``SWEEP`` at which the model at cθ (float64), and the first β (the attention scores alone times β),
+answers fewer than 99 % of the search strings as the model does ("-": none up to 10); and the first
+c at which growing one sublayer alone (its parameters times c, the rest as trained) changes the
+decisions on 0-50, with the sublayers that do it there.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from satsim.analysis.harden import (
     WIDTHS,
     agreement_with_soft,
     first_changes,
+    growth_first_changes,
     harden,
     heads_of,
     with_kinds,
@@ -50,6 +53,8 @@ from satsim.saturation.signs import limit_argmax, limit_signs
 BINS = ((0, 50), (51, 100), (101, 150))
 SWEEP = (1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
 """The scales c (every parameter) and β (the attention scores alone) of the sweeps."""
+HELD_OUT = 1
+"""The longest bins the search leaves out (101-150): the bar is stated on 0-50 and 51-100."""
 LANGUAGES = {"bce_D2": "d2", "bce_D3": "d3", "bce_D4": "d4", "bce_aastar": "aa-star",
              "bce_ababstar": "abab-star", "bce_aaaastar": "aaaa-star", "bce_abcde": "abcde",
              "bce_ab_d_bc": "ab-d-bc", "bce_012_0_2": "012-0-2",
@@ -133,7 +138,16 @@ def _tolerant_everywhere(spec, search, task):
     return best
 
 
-def row(folder: Path, n: int, save: Path | None = None, widths=WIDTHS) -> str:
+def _growth_cause(first: dict[str, float | None]) -> str:
+    """The smallest c at which one sublayer's growth alone changes the decisions, and which."""
+    found = [c for c in first.values() if c is not None]
+    if not found:
+        return "-"
+    return f"{min(found):g}: " + ", ".join(g for g, c in first.items() if c == min(found))
+
+
+def row(folder: Path, n: int, save: Path | None = None, widths=WIDTHS,
+        held_out: int = HELD_OUT, prefer: str = "selector") -> str:
     """One model's line of the table (or the reason it has none)."""
     name = folder.name.split("-")[0]
     try:
@@ -150,7 +164,7 @@ def row(folder: Path, n: int, save: Path | None = None, widths=WIDTHS) -> str:
                 f"generator and oracle for task {name!r} |")
     start = time.perf_counter()
     search, scored = task.groups(n, 0), task.groups(n, 1)
-    result = harden(spec, search, BINS, task.scored_from, widths)
+    result = harden(spec, search, BINS, task.scored_from, widths, held_out, prefer)
     if save is not None:
         save_spec(result.spec, save / f"{folder.name}.safetensors")
     tolerant, width = _tolerant_everywhere(spec, search, task)
@@ -176,6 +190,7 @@ def row(folder: Path, n: int, save: Path | None = None, widths=WIDTHS) -> str:
     agreement = " · ".join("/".join(f"{a:.2f}" for a in shares)
                            for shares in (result.agreement, held_out))
     flips = " | ".join("/".join("-" if v is None else f"{v:g}" for v in sweep) for sweep in sweeps)
+    flips += " | " + _growth_cause(growth_first_changes(spec, search[0], SWEEP, task.scored_from))
     return (f"| {folder.name} | {cells} | {agreement} | {tolerant_width} | {result.hardened}/"
             f"{len(result.heads)} | {kinds} | {flips} | {seconds:.0f} s |")
 
@@ -187,17 +202,22 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=40, help="strings per bin")
     parser.add_argument("--only", nargs="*", default=(), help="folders whose names have one")
     parser.add_argument("--save", type=Path, default=None, help="write each hybrid here")
+    parser.add_argument("--held-out", type=int, default=HELD_OUT,
+                        help="longest bins the search leaves out (0: search every bin)")
+    parser.add_argument("--prefer", choices=("selector", "counter"), default="selector",
+                        help="which kind a head that keeps the decisions both ways tries first")
     parser.add_argument("--widths", type=lambda text: tuple(map(float, text.split(","))),
                         default=WIDTHS, help="score-class widths, ascending, comma-separated")
     args = parser.parse_args()
     print("| model | soft | limit | hard | tolerant-hard | hybrid | hybrid = soft (search · held "
           "out) | tolerant δ | hardened | head kinds [classes per bin] | c first change | "
-          "β first change | time |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "β first change | one sublayer grown (0-50): first c | time |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     start = time.perf_counter()
     for folder in sorted(p for p in args.zoo.iterdir() if p.is_dir()
                          if not args.only or any(word in p.name for word in args.only)):
-        print(row(folder, args.n, args.save, args.widths), flush=True)
+        print(row(folder, args.n, args.save, args.widths, args.held_out, args.prefer),
+              flush=True)
     print(f"\nwhole run: {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
 
