@@ -158,6 +158,28 @@ def plan_groups(todo: list[dict], size: int, jobs: int = 1) -> list[list[dict]]:
     return groups
 
 
+def _stacks(root: Path, todo: list[dict], group_size: int, jobs: int) -> list[list[dict]]:
+    """The stacks to train: as first planned for this folder (ROOT/stacks.json), else planned now.
+
+    A stacked model's float rounding depends on the runs beside it, so a resumed sweep trains
+    each run in the stack it started in (those of its runs still to do), whatever the memory
+    free now; a rerun with another ``group_size`` is refused.
+    """
+    path = root / "stacks.json"
+    if not todo:
+        return []
+    if path.exists():
+        stored = read_json(path)
+        if stored["group_size"] != group_size:
+            raise SatsimError(f"{root} was trained in stacks of up to {stored['group_size']} "
+                              f"runs; resume it with --group-size {stored['group_size']}, or "
+                              "give a fresh --out")
+        by_name = {planned["name"]: planned for planned in todo}
+        return [[by_name[name] for name in names if name in by_name]
+                for names in stored["groups"] if any(name in by_name for name in names)]
+    return plan_groups(todo, group_size, jobs) if group_size > 1 else [[run] for run in todo]
+
+
 def _local_group_rows(groups: list[list[dict]], root: Path, jobs: int,
                       worker: GroupWorker) -> Iterator[dict]:
     """Rows of the planned stacks as each stack finishes, here or in ``jobs`` processes."""
@@ -209,21 +231,21 @@ def run_sweep(configs: list[dict], root: str | Path, *, jobs: int = 1, engine: s
     if engine == "local" and todo:
         check_devices(todo)
         _check_memory(todo, min(jobs, len(todo)), root)
+    stacks = _stacks(root, todo, group_size, jobs if engine == "local" else 1)
     with ExitStack() as stack:
         if engine == "ray" and todo:  # joined before writing: a cluster not found leaves nothing
             from satsim.training.ray_engine import ray_group_rows, ray_rows, session
 
             options = dict(ray_options or {})
             stack.enter_context(session(options.pop("address", None)))
-            arriving = (ray_group_rows(plan_groups(todo, group_size), root, worker=group_worker,
-                                       **options) if group_size > 1
+            arriving = (ray_group_rows(stacks, root, worker=group_worker, **options)
+                        if group_size > 1
                         else ray_rows(todo, root, worker=worker, **options))
         elif group_size > 1:
-            arriving = _local_group_rows(plan_groups(todo, group_size, jobs), root, jobs,
-                                         group_worker)
+            arriving = _local_group_rows(stacks, root, jobs, group_worker)
         else:
             arriving = _local_rows(todo, root, min(jobs, max(len(todo), 1)), worker)
-        return _record_rows(configs, root, rows, arriving, on_result)
+        return _record_rows(configs, root, rows, arriving, on_result, (group_size, stacks))
 
 
 def check_devices(todo: list[dict]) -> None:
@@ -250,11 +272,16 @@ def _check_memory(todo: list[dict], at_once: int, root: Path) -> None:
 
 
 def _record_rows(configs: list[dict], root: Path, rows: dict, arriving: Iterator[dict],
-                 on_result: Callable[[dict], None] | None) -> list[dict]:
-    """Write the plan, record each arriving row, then the table; return it in plan order."""
+                 on_result: Callable[[dict], None] | None,
+                 stacks: tuple[int, list[list[dict]]]) -> list[dict]:
+    """Write the plan and its stacks, record each arriving row, then the table (plan order)."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "plan.json").exists():
         _write_atomic(root / "plan.json", json.dumps(configs, indent=2) + "\n")
+    group_size, groups = stacks
+    if groups and not (root / "stacks.json").exists():
+        _write_atomic(root / "stacks.json", json.dumps({"group_size": group_size, "groups": [
+            [planned["name"] for planned in group] for group in groups]}) + "\n")
     for row in rows.values():
         if on_result:
             on_result(row)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from satsim.errors import SatsimError
 from satsim.model.io import load_spec
 from satsim.training.config import TrainConfig
 from satsim.training.group import common_checkpoint, group_key, train_group
@@ -279,3 +280,34 @@ def test_a_sweep_in_stacks_gives_the_rows_of_the_sweep_run_by_run(tmp_path, monk
     for alone, stacked in zip(tables["1"], tables["3"]):
         assert alone["name"] == stacked["name"] and alone["eval"] == stacked["eval"]
         assert stacked["theta_norm"] == pytest.approx(alone["theta_norm"], rel=1e-12)
+
+
+def test_a_resumed_sweep_trains_each_run_in_the_stack_it_started_in(tmp_path, monkeypatch):
+    from satsim.training import sweep
+
+    planned = [{"name": f"r{i}", "settings": TrainConfig.from_dict(
+        {**BASE, **GROUP[0], "seed": i}).to_dict()} for i in range(4)]
+    given = []
+
+    def rows(group):  # what run_group gives, as far as the sweep reads it
+        return [{"name": run["name"], **run["settings"]} for run in group]
+
+    def killed_at_the_second_stack(group, root):
+        given.append([run["name"] for run in group])
+        if len(given) == 2:
+            raise KeyboardInterrupt  # the sweep is killed while its second stack trains
+        return rows(group)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_sweep(planned, tmp_path, group_size=2, group_worker=killed_at_the_second_stack)
+    assert given == [["r0", "r1"], ["r2", "r3"]]
+    # Less memory free now: planned afresh, the rest would train one by one
+    monkeypatch.setattr("satsim.engine.resources.available_memory", lambda: 1)
+    monkeypatch.setattr(sweep, "_check_memory", lambda *args: None)
+    assert [len(group) for group in sweep.plan_groups(planned[2:], size=2)] == [1, 1]
+    resumed = []
+    table = sweep.run_sweep(planned, tmp_path, group_size=2, group_worker=lambda group, root: (
+        resumed.append([run["name"] for run in group]) or rows(group)))
+    assert resumed == [["r2", "r3"]] and [row["name"] for row in table] == ["r0", "r1", "r2", "r3"]
+    (tmp_path / "results" / "r3.json").unlink()
+    with pytest.raises(SatsimError, match="resume it with --group-size 2"):
+        sweep.run_sweep(planned, tmp_path, group_size=3)
