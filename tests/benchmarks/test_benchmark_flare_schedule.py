@@ -1,5 +1,6 @@
 """The FLaRe benchmark with FLaRe's schedule (--set lr_patience / stop_patience): it monitors
-validation-long, and picks each model's checkpoint by the lowest cross-entropy there."""
+validation-long, and picks each model's checkpoint by the lowest cross-entropy there; and
+--select final, which scores each model where training ended."""
 
 import json
 
@@ -40,3 +41,19 @@ def test_a_scheduled_benchmark_picks_the_lowest_cross_entropy_checkpoint(tmp_pat
     assert row["held_out"] == next(m["eval"] for m in metrics if m["step"] == best[1])
     summary = json.loads((tmp_path / "b" / "runs" / "majority-t1" / "summary.json").read_text())
     assert summary["steps"] < TINY["steps"]  # the schedule stopped it (patience 1)
+
+
+def test_select_final_scores_every_model_as_training_left_it(tmp_path):
+    assert flare.plan(flare.SMALL, ["parity"], 1, final=True)[0]["evaluation"]["select"] == "final"
+    tiny = {**TINY, "lr_patience": 0, "stop_patience": 0, "attention_beta": 10}
+    args = ["benchmark", "flare", "--out", str(tmp_path / "b"), "--lang", "majority",
+            "--trials", "1", "-n", "2", "--json", "--select", "final",
+            *[f"--set={key}={value}" for key, value in tiny.items()]]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    row = next(json.loads(line) for line in result.stdout.splitlines()
+               if json.loads(line)["kind"] == "model")
+    summary = json.loads((tmp_path / "b" / "runs" / "majority-t1" / "summary.json").read_text())
+    assert (row["selected_step"], row["held_out"]) == (40, summary["eval"])
+    assert json.loads((tmp_path / "b" / "benchmark.json").read_text())["evaluation"][
+        "select"] == "final"
