@@ -254,7 +254,8 @@ def run_model(planned: dict, root: str, threads: int = 1, trained: dict | None =
             write_text_atomically(path, text)
     except SatsimError as error:
         return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
-    settings = {key: trained[key] for key in DEFAULTS}
+    # a run trained by an earlier version lacks the settings added since: their defaults
+    settings = {key: trained.get(key, DEFAULTS[key]) for key in DEFAULTS}
     return {"name": planned["name"], **planned["model"], **settings,
             **{key: held[key] for key in ("selected_step", "held_out", "bins", "curve",
                                           "norm_growth", "flare_test") if key in held},

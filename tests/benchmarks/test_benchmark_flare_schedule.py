@@ -57,3 +57,22 @@ def test_select_final_scores_every_model_as_training_left_it(tmp_path):
     assert (row["selected_step"], row["held_out"]) == (40, summary["eval"])
     assert json.loads((tmp_path / "b" / "benchmark.json").read_text())["evaluation"][
         "select"] == "final"
+
+
+def test_runs_trained_before_the_schedule_existed_are_scored_with_its_defaults(tmp_path):
+    tiny = {**TINY, "lr_patience": 0, "stop_patience": 0}
+    args = ["benchmark", "flare", "--out", str(tmp_path / "b"), "--lang", "majority",
+            "--trials", "1", "-n", "2", "--json",
+            *[f"--set={key}={value}" for key, value in tiny.items()]]
+    first = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    before = (tmp_path / "b" / "models.jsonl").read_text()
+    config = tmp_path / "b" / "runs" / "majority-t1" / "config.json"
+    held = json.loads(config.read_text())
+    for key in ("lr_patience", "lr_decay", "stop_patience", "monitor"):
+        del held[key]  # as an earlier version wrote it
+    config.write_text(json.dumps(held))
+    (tmp_path / "b" / "results" / "majority-t1.json").unlink()
+    again = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "b" / "models.jsonl").read_text() == before
