@@ -49,6 +49,10 @@ SCALES = (10.0, 100.0)
 
 SELECT = "validation-long"
 """The held-out set whose accuracy picks a run's checkpoint (FLaRe's "expressivity" setting)."""
+FINAL = "final"
+"""``select`` that scores the model as training left it (e.g. at its largest attention β)."""
+BY_LOSS = ":cross-entropy"
+"""Ends ``select`` when the lowest cross-entropy on that set picks (with FLaRe's schedule)."""
 
 FIXED = ("lang", "seed", "task", "split", "data", "data_digest")
 """Training settings the protocol fixes: ``--set`` may not change them."""
@@ -166,14 +170,16 @@ def check_plan_memory(languages: int, trials: int, n: int) -> None:
 
 
 def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | None = None,
-         n: int | None = None, data: str | Path | None = None, seed: int = 0) -> list[dict]:
+         n: int | None = None, data: str | Path | None = None, seed: int = 0,
+         final: bool = False) -> list[dict]:
     """The planned runs, language by language and trial by trial, each a sweep entry.
 
     Each entry holds ``name`` (``LANGUAGE-tT``), ``settings`` (a full training config, its seed
     :func:`trial_seed` of ``seed``), ``model`` (FLaRe's language, the trial and the seed) and
     ``evaluation``. With ``data`` (a folder of FLaRe's language folders), each model trains on
     its language's folder, selects on its validation-long split and is scored on its test split
-    as well as on satsim's bins.
+    as well as on satsim's bins. With ``final``, every model is scored as it ends training
+    (:data:`FINAL`) instead of at its selected checkpoint.
     """
     overrides = dict(overrides or {})
     check_overrides(overrides)
@@ -181,6 +187,11 @@ def plan(scale: Scale, languages: Sequence[str], trials: int, overrides: dict | 
         raise SatsimError(f"need at least one trial, got {trials}")
     root = None if data is None else check_data_root(data, list(languages))
     evaluation = evaluation_settings(scale.n if n is None else n, flare_test=root is not None)
+    if overrides.get("lr_patience") or overrides.get("stop_patience"):  # FLaRe's schedule
+        overrides.setdefault("monitor", SELECT)
+        evaluation["select"] = f"{overrides['monitor']}{BY_LOSS}"
+    if final:
+        evaluation["select"] = FINAL
     if evaluation["n"] < 1:
         raise SatsimError(f"need at least one test string per bin, got -n {evaluation['n']}")
     check_plan_memory(len(languages), trials, evaluation["n"])
@@ -243,7 +254,8 @@ def run_model(planned: dict, root: str, threads: int = 1, trained: dict | None =
             write_text_atomically(path, text)
     except SatsimError as error:
         return {**failed_row(planned, str(error).splitlines()[0]), **planned["model"]}
-    settings = {key: trained[key] for key in DEFAULTS}
+    # a run trained by an earlier version lacks the settings added since: their defaults
+    settings = {key: trained.get(key, DEFAULTS[key]) for key in DEFAULTS}
     return {"name": planned["name"], **planned["model"], **settings,
             **{key: held[key] for key in ("selected_step", "held_out", "bins", "curve",
                                           "norm_growth", "flare_test") if key in held},
@@ -261,13 +273,29 @@ def run_models(group: list[dict], root: str, threads: int = 1) -> list[dict]:
 def selected_checkpoint(run: Path, select: str) -> tuple[int, dict]:
     """The step whose held-out ``select`` accuracy is best (the earliest of equals), its eval.
 
-    The candidates are the checkpoints evaluated during training and the final model.
+    The candidates are the checkpoints evaluated during training and the final model
+    (:data:`FINAL` takes the final model, where training ended). A
+    ``select`` ending in :data:`BY_LOSS` picks, as FLaRe saves its model, the checkpoint after
+    step 0 with the lowest monitored cross-entropy (the earliest of equals), among those that
+    recorded one (the schedule's checkpoints; the stop itself is never an improvement).
     """
     from satsim.training.report import read_metrics
 
+    if select == FINAL:
+        summary = read_json(run / "summary.json")
+        return summary["steps"], summary["eval"]
+    rows = read_metrics(run / "metrics.jsonl")
+    if select.endswith(BY_LOSS):
+        scored = [(row["monitor_loss"], row["step"], row["eval"]) for row in rows
+                  if row["step"] > 0 and "monitor_loss" in row
+                  and isinstance(row.get("eval"), dict)]
+        if not scored:
+            raise SatsimError(f"{run} recorded no cross-entropy after step 0 to pick its "
+                              "checkpoint by; give it more steps than checkpoint_every")
+        _, step, held = min(scored, key=lambda c: (c[0], c[1]))
+        return step, held
     summary = read_json(run / "summary.json")
-    candidates = [(row["step"], row["eval"]) for row in read_metrics(run / "metrics.jsonl")
-                  if isinstance(row.get("eval"), dict)]
+    candidates = [(row["step"], row["eval"]) for row in rows if isinstance(row.get("eval"), dict)]
     candidates.append((summary["steps"], summary["eval"]))
     if not all(select in held for _, held in candidates):
         raise SatsimError(f"{run} has no {select} accuracy to pick its checkpoint by")

@@ -57,16 +57,21 @@ def _construction_cell(constructions: Sequence[dict], language: str, index: int)
 
 def bin_tables(languages: Sequence[dict], constructions: Sequence[dict], evaluation: dict,
                markdown: bool = False) -> str:
-    """One table per length bin: each column's mean ± std (max) per language."""
+    """One table per length bin: each column's mean ± std (max) per language.
+
+    Beside them, the model–limit agreement (mean over trials, 95% interval) and the share of
+    trials whose limit is constant, as in the controls tables.
+    """
     names = columns(evaluation)
-    head = ["language", *(heading(c) for c in names), "undetermined", "construction"]
+    head = ["language", *(heading(c) for c in names), "agreement [95% CI]", "constant limits",
+            "undetermined", "construction"]
     out = []
     for index, (low, high) in enumerate(evaluation["bins"]):
         rows = []
         for entry in languages:
             cell = entry["bins"][index]
             rows.append([entry["language"], *(_stat(cell[c]) for c in names),
-                         f"{cell['undetermined']}/{cell['strings']}",
+                         *_agreement_cells(cell), f"{cell['undetermined']}/{cell['strings']}",
                          _construction_cell(constructions, entry["language"], index)])
         title = f"length {bin_label(low, high)}"
         out.append(_render(title, head, rows, markdown))
@@ -92,13 +97,18 @@ def _interval(ci: list[float] | None) -> str:
     return "–" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
-def _controls_row(language: str, cell: dict) -> list[str]:
-    test = cell["mcnemar"]
+def _agreement_cells(cell: dict) -> list[str]:
+    """Model–limit agreement with its interval, and the share of constant limits."""
     agreement = "–" if cell["agreement"] is None else f"{cell['agreement']:.2f}"
     constant = "–" if cell["constant_limits"] is None else f"{cell['constant_limits']:.2f}"
+    return [f"{agreement} {_interval(cell['agreement_ci'])}", constant]
+
+
+def _controls_row(language: str, cell: dict) -> list[str]:
+    test = cell["mcnemar"]
+    agreement, constant = _agreement_cells(cell)
     return [language, _interval(cell["ci"]["soft"]), _interval(cell["ci"]["limit"]),
-            _interval(cell["ci"]["limit_init"]),
-            f"{agreement} {_interval(cell['agreement_ci'])}",
+            _interval(cell["ci"]["limit_init"]), agreement,
             f"{test['soft_only']}/{test['limit_only']}",
             f"{_p(test['p'])} ({_p(test.get('p_holm', test['p']))})", constant]
 

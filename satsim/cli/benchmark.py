@@ -52,13 +52,17 @@ def command() -> None:
 @click.option("--gpus-per-run", type=real(0), default=None,
               help="GPUs of each Ray task [default: 1 for device=cuda, else 0].")
 @click.option("--group-size", type=count(1), default=1, show_default=True, help=GROUP_HELP)
+@click.option("--select", type=click.Choice(["best", "final"]), default="best", show_default=True,
+              help="Score each model at its checkpoint with the best validation-long accuracy "
+              "(with --set lr_patience / stop_patience: the lowest cross-entropy), or as "
+              "training ended (final: e.g. at its last attention_beta).")
 @click.option("--plot", "plot_path", type=PlotPath(), default=None,
               help="Write the figure (PNG) here.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON lines: each model's row as it finishes, then one row per language "
               "and per construction.")
 def flare_command(scale, engine, out, lang_text, data, seed, trials, n, fixed, jobs, address,
-                  cpus_per_run, gpus_per_run, group_size, plot_path, as_json) -> None:
+                  cpus_per_run, gpus_per_run, group_size, select, plot_path, as_json) -> None:
     """Train FLaRe's recognisers (0–40), score soft, scaled and saturated limit to length 500."""
     from satsim.benchmarks import flare
     from satsim.benchmarks.flare_data import data_languages
@@ -73,7 +77,8 @@ def flare_command(scale, engine, out, lang_text, data, seed, trials, n, fixed, j
     else:
         languages = flare.language_names(lang_text)
     overrides = {key: parse_setting(key, value) for key, value in parse_pairs(fixed, "--set")}
-    configs = flare.plan(chosen, languages, trials or chosen.trials, overrides, n, data, seed)
+    configs = flare.plan(chosen, languages, trials or chosen.trials, overrides, n, data, seed,
+                         final=select == "final")
     manifest = flare.manifest_for(chosen, languages, configs, overrides, seed)
     ray_options = _engine_options(engine, jobs, address, cpus_per_run, gpus_per_run)
     flare.check_folder(configs, manifest, out, engine)

@@ -46,6 +46,10 @@ class TrainConfig:
     momentum: float = 0.0
     clip_norm: float = 0.0  # each step's gradient scaled to at most this L2 norm (0: never)
     attention_beta: float = 1.0  # the scores' inverse temperature at the last step (annealed)
+    lr_patience: int = 0  # lr × lr_decay after this many checkpoints without a better monitor loss
+    lr_decay: float = 0.5
+    stop_patience: int = 0  # stop after this many checkpoints without a better monitor loss
+    monitor: str = "validation"  # the held-out split whose cross-entropy those two watch
     layers: int = 2
     d_model: int = 16
     heads: int = 2
@@ -78,8 +82,14 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise SatsimError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise SatsimError(f"seed must be a non-negative integer, got {self.seed!r}")
+        for name in ("seed", "lr_patience", "stop_patience"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise SatsimError(f"{name} must be a non-negative integer, got {value!r}")
+        if not (isinstance(self.lr_decay, (int, float)) and 0 < self.lr_decay <= 1):
+            raise SatsimError(f"lr_decay must be a number in (0, 1], got {self.lr_decay!r}")
+        if not isinstance(self.monitor, str) or not self.monitor:
+            raise SatsimError(f"monitor must name a held-out split, got {self.monitor!r}")
         for name in ("lr", "weight_decay", "momentum", "clip_norm"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0 and value == value

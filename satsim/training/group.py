@@ -64,6 +64,9 @@ def train_group(configs: Sequence[TrainConfig], runs: Sequence[str | Path], *,
     loss, a folder holding another run) gives its SatsimError and the others go on.
     """
     notice = notice or (lambda message: print(message, file=sys.stderr))
+    if any(c.optimizer == "sgd" and c.lr_patience for c in configs):
+        raise SatsimError("lr_patience with sgd cannot train in a stack (its rows share one "
+                          "learning rate); train these runs one by one (group size 1)")
     results: list[TrainResult | SatsimError | None] = [None] * len(configs)
     resumes = [resume] * len(configs) if isinstance(resume, bool) else list(resume)
     common = common_checkpoint([Path(run) for run, again in zip(runs, resumes) if again])
@@ -117,6 +120,17 @@ def _train_stack(courses: dict[int, Course], results: list, progress: Progress |
             if stack.steps[row] % course.trainer.config.checkpoint_every == 0:
                 stack.sync_state(row)  # a checkpoint saves the trainer's torch optimiser state
             logged.append(course.before(stack.steps[row]))
+        stopped = [row for row, index in enumerate(members) if courses[index].stopped is not None]
+        if stopped:  # the schedule ended these runs at this checkpoint: they take no step
+            for row in stopped:
+                stack.sync_state(row)
+                results[members[row]] = courses[members[row]].finish()
+            keep = [row for row in range(len(members)) if row not in stopped]
+            if not keep:
+                break
+            stack.keep(keep)
+            members, logged = [members[row] for row in keep], [logged[row] for row in keep]
+        stack.optimizer.lrs = [courses[index].trainer.lr for index in members]
         try:
             _, rows = stack.step(logged)
         except _Diverged as diverged:

@@ -44,6 +44,7 @@ from satsim.training.init import initial_spec
 from satsim.training.instruments import cosine, norms, parameter_record, snapshot
 from satsim.training.lock import run_lock
 from satsim.training.objective import loss_and_correct
+from satsim.training.schedule import Plateau
 
 REPRESENTATION_SCALE = 1000.0
 
@@ -55,6 +56,17 @@ def make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
                                weight_decay=config.weight_decay)
     kind = torch.optim.Adam if config.optimizer == "adam" else torch.optim.AdamW
     return kind(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+def mean_loss(model: SoftTransformer, data: Examples, task: str, beta: float = 1.0) -> float:
+    """The training loss of the soft model on ``data``: its batch loss, averaged over strings."""
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, len(data), EVAL_CHUNK):
+            batch = data.take(np.arange(start, min(start + EVAL_CHUNK, len(data))))
+            logits = model(batch.tokens.to(model.device), batch.lengths, beta=beta).logits
+            total += float(loss_and_correct(logits, batch, task)[0]) * len(batch.lengths)
+    return total / len(data)
 
 
 def accuracy(model: SoftTransformer, data: Examples, task: str, beta: float = 1.0) -> float:
@@ -93,6 +105,7 @@ class _Metrics:
 
     def __init__(self, path: Path, start: int) -> None:
         self.path = path
+        self.rows: list[dict] = []  # the rows kept, parsed (a resumed schedule replays them)
         kept = []
         lines = path.read_text().splitlines() if path.exists() else []
         for number, line in enumerate(lines, 1):
@@ -107,6 +120,7 @@ class _Metrics:
                                   "metrics are damaged") from None
             if step < start:
                 kept.append(line)
+                self.rows.append(json.loads(line))
         text = "".join(line + "\n" for line in kept)
         write_text_atomically(path, text)
 
@@ -165,6 +179,21 @@ class Trainer:
         beta = self.config.beta_at(step)
         return {name: accuracy(self.model, data, self.config.task, beta)
                 for name, data in self.data.held_out.items()}
+
+    def monitor_loss(self, step: int) -> float:
+        """The mean loss on the monitored held-out split at the current θ (and step's β)."""
+        return mean_loss(self.model, self.data.held_out[self.config.monitor], self.config.task,
+                         self.config.beta_at(step))
+
+    @property
+    def lr(self) -> float:
+        """The learning rate the next step uses."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = value
 
     def spec_at(self, step: int) -> ModelSpec:
         """The model as a spec at step ``step``: θ, with that step's β in its score scales.
@@ -235,7 +264,7 @@ class Trainer:
         after = snapshot(self.model.named_parameters())
         row = {"step": t, "loss": loss, "accuracy": accuracy,
                **parameter_record(theta, grad, after, self.previous),
-               "representation_similarity": similarity, "lr": self.config.lr}
+               "representation_similarity": similarity, "lr": self.lr}
         self.previous = theta
         return row
 
@@ -273,6 +302,8 @@ def _train(config: TrainConfig, run: Path, resume: bool, progress: Callable[[int
     course = Course.open(config, run, resume, notice, on_start)
     for t in range(course.start, config.steps):
         logged = course.before(t)
+        if course.stopped:
+            break
         course.after(t, course.trainer.step(t, logged))
         if progress is not None:
             progress(1)
@@ -292,6 +323,10 @@ class Course:
         self.clock = time.perf_counter() - trainer.elapsed
         self.evaluation: dict[str, float] | None = None
         self.turn: float | None = None
+        self.plateau = Plateau.replayed(trainer.config, self.metrics.rows)
+        trainer.lr = self.plateau.lr  # the checkpoint's may be one decay ahead
+        self.monitored: float | None = None
+        self.stopped: int | None = None  # the step at which the schedule stopped the run
 
     @classmethod
     def open(cls, config: TrainConfig, run: Path, resume: bool, notice: Callable[[str], None],
@@ -312,6 +347,10 @@ class Course:
             on_start(start)
         if start > config.steps:
             raise SatsimError(f"{run} is already at step {start}, past --steps {config.steps}")
+        if (config.lr_patience or config.stop_patience) and config.monitor not in \
+                trainer.data.held_out:
+            raise SatsimError(f"monitor {config.monitor!r} is not a held-out split of this run; "
+                              f"it has {', '.join(trainer.data.held_out)}")
         config.save(run / "config.json")
         return cls(trainer, start)
 
@@ -324,6 +363,12 @@ class Course:
         if at_checkpoint and t > self.start or t == 0:
             trainer.elapsed = time.perf_counter() - self.clock
             trainer.checkpoint(t)
+        self.monitored = None
+        if at_checkpoint and self.plateau.on:
+            self.monitored = trainer.monitor_loss(t)
+            if t > 0 and self.plateau.update(self.monitored):
+                self.stopped = t
+            trainer.lr = self.plateau.lr
         return at_checkpoint or t % config.log_every == 0 or t == config.steps - 1
 
     def after(self, t: int, row: dict | None) -> None:
@@ -334,19 +379,24 @@ class Course:
         if self.evaluation is not None:
             row["eval"] = self.evaluation
             row["checkpoint_cosine"] = self.turn
+        if self.monitored is not None:
+            row["monitor_loss"] = self.monitored
         self.metrics.write(row)
 
     def finish(self) -> TrainResult:
-        """Evaluate and save the final model, write summary.json (the run is then done)."""
-        trainer, config, run = self.trainer, self.trainer.config, self.trainer.run
-        final_eval = trainer.held_out(config.steps)
+        """Evaluate and save the final model, write summary.json (the run is then done).
+
+        A run the schedule stopped ends at that step: its final model is θ there.
+        """
+        trainer, run = self.trainer, self.trainer.run
+        end = trainer.config.steps if self.stopped is None else self.stopped
+        final_eval = trainer.held_out(end)
         trainer.elapsed = time.perf_counter() - self.clock
-        trainer.checkpoint(config.steps)
-        final = trainer.spec_at(config.steps)
+        trainer.checkpoint(end)
+        final = trainer.spec_at(end)
         save_spec(final, run / "final.safetensors")
         norm = norms(snapshot(trainer.model.named_parameters()))[0]
-        result = TrainResult(run, config.steps, self.start or None, final_eval, norm,
-                             trainer.elapsed)
+        result = TrainResult(run, end, self.start or None, final_eval, norm, trainer.elapsed)
         summary = json.dumps(result.to_dict(), indent=2) + "\n"  # the sweep reads it as "done"
         write_text_atomically(run / "summary.json", summary)
         return result

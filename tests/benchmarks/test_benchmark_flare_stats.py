@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from satsim.benchmarks import stats
+from satsim.benchmarks import flare, stats
 
 
 def enumerated_mcnemar(only_first: int, only_second: int) -> float:
@@ -87,3 +87,19 @@ def test_a_p_value_below_a_floats_range_is_printed_as_a_bound_not_as_zero():
     assert stats.mcnemar_exact(5426, 0) == 0.0  # 2^-5425 underflows
     assert _p(stats.mcnemar_exact(5426, 0)) == "< 1e-300"
     assert _p(stats.mcnemar_exact(3, 10)) == "0.092"
+
+
+def test_each_bin_table_row_has_every_column_the_acceptance_names():
+    from satsim.benchmarks.tables import bin_tables
+
+    evaluation = flare.evaluation_settings(10)
+    evaluation["bins"] = [[0, 40]]
+    value = {"mean": 0.75, "std": 0.05, "max": 0.8}
+    cell = {"strings": 20, "undetermined": 0, "agreement": 0.6, "agreement_ci": [0.4, 0.8],
+            "constant_limits": 0.5, **{c: value for c in flare.columns(evaluation)}}
+    table = bin_tables([{"language": "first", "bins": [cell]}], [], evaluation, markdown=True)
+    head, _, row = table.splitlines()[2:5]
+    assert head.split(" | ")[1:8] == ["soft", "c = 10", "c = 100", "limit", "limit at init",
+                                      "agreement [95% CI]", "constant limits"]
+    assert row == ("| first | " + " | ".join(["0.75 ± 0.05 (0.80)"] * 5)
+                   + " | 0.60 [0.40, 0.80] | 0.50 | 0/20 |  |")
