@@ -24,8 +24,8 @@ import numpy as np
 
 from satsim.engine.kernels import classes as _classes_module
 from satsim.engine.kernels import layers as _layers_module
+from satsim.engine.kernels import lock_cache_writes, stamp_module_kernels
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.classes import MAX_CLASSES, attend_if_classes
 from satsim.engine.kernels.layers import IDENTITY, ROW_BLOCK, affine_rows_into, layer_norm_rows
 from satsim.engine.kernels.queries import (
@@ -436,3 +436,4 @@ forward_fast_paths = _forward_kernel(False)
 about a third less to compile, and enough for hand-built models; a string with a head on the
 class or general path gets status NEEDS_GENERAL."""
 stamp_module_kernels(globals(), (_queries_module, _classes_module, _layers_module))
+lock_cache_writes(globals())

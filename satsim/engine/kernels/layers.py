@@ -18,6 +18,8 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
+from satsim.engine.kernels import lock_cache_writes
+
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 ROWS_PER_CHUNK = 256
@@ -210,3 +212,6 @@ def run_layer_norm(x, weight, bias, eps, use_affine, centre=True):
     """:func:`layer_norm` or :func:`layer_norm_parallel`, by the amount of work."""
     kernel = layer_norm_parallel if use_parallel(4 * x.size) else layer_norm
     return kernel(x, read_only(weight), read_only(bias), eps, use_affine, centre)
+
+
+lock_cache_writes(globals())

@@ -28,6 +28,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from satsim.engine.kernels import lock_cache_writes
+
 SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT, SCORE_CLASS = 0, 1, 2, 3, 4
 """Kind codes of :func:`attend`. The kernels' ``beta`` is softmax's β, or SCORE_CLASS's width δ."""
 
@@ -37,6 +39,10 @@ GENERAL, SAME_SCORES, SAME_QUERIES, UNKNOWN = 0, 1, 2, -1
 """Paths of an item: general, every allowed key ties, every query the same row; or detect."""
 QUERY_BLOCK = 32
 """Queries per block of a general item."""
+NO_COUNT, NOWHERE = np.int64(0), np.int64(-1)
+"""Starting values of counters and positions that reach a callee: typed int64, not as literals
+(Numba compiles a callee once more for a literal argument, as a variable holds one before its
+loop; about 0.2 s of cold compile each)."""
 
 
 MAX_SCORE = 1e300
@@ -150,9 +156,9 @@ def _write_all_tied(v, kind, total, count, first, last, out_row):
 def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
     """Every allowed key below n_keys ties: write the kind's output; return (tie size, tie gap)."""
     total[:] = 0.0
-    count = 0
-    first = -1
-    last = -1
+    count = NO_COUNT
+    first = NOWHERE
+    last = NOWHERE
     for j in range(n_keys):
         if key_mask[j]:
             count += 1
@@ -198,8 +204,8 @@ def emit_output(kind, total, size, chosen, v, out_row):
 def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     """Write the saturated mean or the unique-hard pick of the keys scoring ≥ theta; return |S|."""
     total[:] = 0.0
-    size = 0
-    chosen = -1
+    size = NO_COUNT
+    chosen = NOWHERE
     for j in range(n_keys):
         if key_mask[j] and scores[j] >= theta:
             size += 1
@@ -286,7 +292,7 @@ def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
     """
     T, e = v.shape
     total = np.zeros(e)
-    count = 0
+    count = NO_COUNT
     for i in range(T):
         if key_mask[i]:
             count += 1
@@ -319,9 +325,9 @@ def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie
                 tie_size[i] = count
                 tie_gap[i] = gap
         return
-    count = 0
-    first = -1
-    last = -1
+    count = NO_COUNT
+    first = NOWHERE
+    last = NOWHERE
     for i in range(T):
         if key_mask[i]:
             count += 1
@@ -407,7 +413,7 @@ def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, 
                 tie_gap[i] = gap
         return
     query = q[first_query]
-    heap_size = 0
+    heap_size = NO_COUNT
     # line: FIFO queue (unique-left) or stack (unique-right)
     head = 0
     tail = 0
@@ -676,3 +682,6 @@ def attend_parallel(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rto
         attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
                      rtol, scale, unit % units_per_item, out[n], tie_size[n], tie_gap[n])
     return out, tie_size, tie_gap
+
+
+lock_cache_writes(globals())

@@ -30,9 +30,11 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
+from satsim.engine.kernels import lock_cache_writes, stamp_module_kernels
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.queries import (
+    NO_COUNT,
+    NOWHERE,
     attend_query,
     emit_output,
     score_bound,
@@ -167,8 +169,8 @@ def _attend_query_tile(q_row, k, v, n_keys, kind, atol, rtol, scale, approx, bou
         best, runner_up = top_two(s, best, runner_up)
     theta = tie_threshold(best, atol, rtol)
     total[:] = 0.0
-    size = 0
-    chosen = -1
+    size = NO_COUNT
+    chosen = NOWHERE
     for c in range(count):
         if cand_scores[c] >= theta:
             size += 1
@@ -373,3 +375,4 @@ def _progress(units: queue.SimpleQueue, pairs: int, what: str):
 
 
 stamp_module_kernels(globals(), (_queries_module,))
+lock_cache_writes(globals())

@@ -21,6 +21,7 @@ import math
 import numba
 import numpy as np
 
+from satsim.engine.kernels.queries import NO_COUNT
 from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 from satsim.saturation.kernels.limit_scores import class_score, gap_live
 from satsim.saturation.kernels.prefix_ties import (
@@ -216,7 +217,7 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
         members[:] = 0
         sums[:] = 0.0
         magnitudes[:] = 0.0
-        n_active = 0
+        n_active = NO_COUNT
         n_log = 0
         if prefix:
             reset_state(state)

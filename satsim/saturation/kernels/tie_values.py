@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from satsim.engine.kernels.queries import score_pair, tie_threshold
+from satsim.engine.kernels.queries import NOWHERE, score_pair, tie_threshold
 from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 
 
@@ -89,7 +89,7 @@ def _members(v, scores, lo, hi, threshold, low, high):
     """The widened tie set of keys [lo, hi) from their scores: (first member, least score)."""
     low[:] = np.inf
     high[:] = -np.inf
-    return _join(v, scores, lo, hi, threshold, low, high, -1, np.inf)
+    return _join(v, scores, lo, hi, threshold, low, high, NOWHERE, np.inf)
 
 
 @numba.njit(cache=True, fastmath=False)
