@@ -254,7 +254,8 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                 values, tol)
             if from_prefix:  # the filter kept for this query class
                 count, keys = sizes[qc, degrees], counts[qc, degrees]
-                cand[:count] = lists[qc, degrees, :count]
+                for c in range(count):  # a loop: a slice copy compiles its shape-error text
+                    cand[c] = lists[qc, degrees, c]
                 lead_size[h, i] = counts[qc, 1]
                 for t in range(1, degrees):
                     if counts[qc, t + 1] < counts[qc, t]:
