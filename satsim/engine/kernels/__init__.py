@@ -18,6 +18,10 @@ COMPILE_SECONDS = {"fused-fast": 17, "fused": 24, "layers": 15, "tiles": 6, "cla
 machine at low load: the CPU seconds, which a loaded machine stretches into more wall time
 (``bench/startup.py --kernels`` gives each kernel's compile CPU seconds per command;
 bench/README.md, Target 4, has each measurement)."""
+CALLEE = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+"""Options of a kernel that only other kernels call: no entry points from Python or C (Numba
+builds both for every compiled function otherwise; they are a good part of a small function's
+compile, and a cached callee loads and links without them)."""
 PATH_NAMES = {
     "fused-fast": "whole-model kernel for the fast attention paths",
     "fused": "whole-model kernel for every attention path",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from satsim.engine.kernels import lock_cache_writes, stamp_module_kernels
+from satsim.engine.kernels import CALLEE, lock_cache_writes, stamp_module_kernels
 from satsim.engine.kernels import queries as _queries_module
 from satsim.engine.kernels.queries import (
     GENERAL,
@@ -80,7 +80,7 @@ def key_classes(k, key_mask, labels, representatives):
     return n_classes
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _add_values(v, labels, members, start, stop, total):
     """Add v_j for the keys start .. stop - 1 whose class is in ``members``, in key order."""
     one = np.uint64(1)
@@ -91,7 +91,7 @@ def _add_values(v, labels, members, start, stop, total):
                 total[t] += np.float64(v[j, t])
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _running_sum(v, labels, members, stop, set_masks, set_ends, set_sums, n_sets, total):
     """Return the row of set_sums holding the sum over keys below ``stop`` in ``members``.
 
@@ -216,7 +216,7 @@ def few_classes(k, key_mask, paths):
     return chosen
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def attend_if_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale, labels,
                       representatives, out, tie_size, tie_gap):
     """Label one item's keys; if they form classes, attend by them and return True, else False.

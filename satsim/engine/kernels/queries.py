@@ -28,7 +28,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from satsim.engine.kernels import lock_cache_writes
+from satsim.engine.kernels import CALLEE, lock_cache_writes
 
 SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT, SCORE_CLASS = 0, 1, 2, 3, 4
 """Kind codes of :func:`attend`. The kernels' ``beta`` is softmax's β, or SCORE_CLASS's width δ."""
@@ -49,7 +49,7 @@ MAX_SCORE = 1e300
 """Scores bounded by this stay finite through max, threshold and gap; larger bounds are refused."""
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def score_pair(q_row, k_row, scale):
     """Return scale * (q . k) in float64, summed left to right, strictly (as the reference)."""
     total = 0.0
@@ -66,7 +66,7 @@ def tie_threshold(max_score, atol, rtol):
     return max_score * (1.0 + rtol) - atol
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _add_compensated(total, error, values, sign):
     """Add sign * values to the Neumaier sum (total, error); strict, or it is optimised away."""
     for c in range(values.shape[0]):
@@ -79,21 +79,21 @@ def _add_compensated(total, error, values, sign):
         total[c] = t
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _accumulate(total, weight, values):
     """Add weight * values to the float64 running total."""
     for c in range(values.shape[0]):
         total[c] += weight * values[c]
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def write_mean(out_row, total, count):
     """Write total / count into out_row (cast to its dtype); a true division, never 1/count."""
     for c in range(out_row.shape[0]):
         out_row[c] = total[c] / count
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def uniform_gap(count):
     """Return the tie gap when all of ``count`` allowed scores are equal."""
     if count == 0:
@@ -101,7 +101,7 @@ def uniform_gap(count):
     return 0.0 if count >= 2 else np.inf
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def row_is_zero(row):
     """Return whether every element of the row is zero."""
     for t in range(row.shape[0]):
@@ -110,7 +110,7 @@ def row_is_zero(row):
     return True
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def rows_equal(a, b):
     """Return whether two rows are equal element by element."""
     for t in range(a.shape[0]):
@@ -119,7 +119,7 @@ def rows_equal(a, b):
     return True
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def copy_row(dst, src):
     """Copy src into dst, element by element.
 
@@ -130,7 +130,7 @@ def copy_row(dst, src):
         dst[c] = src[c]
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _first_true(flags):
     """Return the index of the first True flag, or -1."""
     for i in range(flags.shape[0]):
@@ -139,7 +139,7 @@ def _first_true(flags):
     return -1
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _write_all_tied(v, kind, total, count, first, last, out_row):
     """Write the output when all ``count`` allowed keys, first .. last, tie (none if count = 0)."""
     if count == 0:
@@ -152,7 +152,7 @@ def _write_all_tied(v, kind, total, count, first, last, out_row):
         write_mean(out_row, total, count)
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
     """Every allowed key below n_keys ties: write the kind's output; return (tie size, tie gap)."""
     total[:] = 0.0
@@ -171,7 +171,7 @@ def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
     return count, uniform_gap(count)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def top_two(s, best, runner_up):
     """The largest and second-largest of (best, runner_up) and a new value s."""
     if s > best:
@@ -181,7 +181,7 @@ def top_two(s, best, runner_up):
     return best, runner_up
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def take_key(kind, j, v, total, chosen):
     """Key j is in the tie set: add its value (saturated) or note it (unique); return the pick."""
     if kind == SATURATED:
@@ -191,7 +191,7 @@ def take_key(kind, j, v, total, chosen):
     return chosen
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def emit_output(kind, total, size, chosen, v, out_row):
     """Write a hard head's output: the tie set's mean, or the value of the unique pick."""
     if kind == SATURATED:
@@ -200,7 +200,7 @@ def emit_output(kind, total, size, chosen, v, out_row):
         copy_row(out_row, v[chosen])
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     """Write the saturated mean or the unique-hard pick of the keys scoring ≥ theta; return |S|."""
     total[:] = 0.0
@@ -214,7 +214,7 @@ def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     return size
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def class_weight(s, best, width):
     """A score's weight under score-class(δ): exp(−c·δ), c = ⌊(M − s)/δ⌋; width 0: exp(s − M)."""
     if width == 0.0:
@@ -222,7 +222,7 @@ def class_weight(s, best, width):
     return np.exp(-(np.floor((best - s) / width) * width))
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, scores, total,
                   out_row):
     """Attend one query to the allowed keys below n_keys; write out_row, return (size, gap)."""
@@ -283,7 +283,7 @@ def item_path(q, k, key_mask, query_mask, causal, kind):
     return SAME_QUERIES
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
     """Causal head whose allowed keys all tie, mean kinds: the running mean of the prefix.
 
@@ -305,7 +305,7 @@ def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
             tie_gap[i] = uniform_gap(count)
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap):
     """Every allowed key ties: mean (or first/last) of v over them, a running prefix if causal."""
     T = query_mask.shape[0]
@@ -340,7 +340,7 @@ def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie
             tie_gap[i] = uniform_gap(count)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _heap_push(scores, positions, size, score, position):
     """Push (score, position) onto the min-heap held in scores[:size], positions[:size]."""
     i = size
@@ -355,7 +355,7 @@ def _heap_push(scores, positions, size, score, position):
     positions[i] = position
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _heap_pop(scores, positions, size):
     """Remove the minimum of the min-heap of ``size`` entries; return its position."""
     top = positions[0]
@@ -379,7 +379,7 @@ def _heap_pop(scores, positions, size):
     return top
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
                          out, tie_size, tie_gap):
     """Every real query is the same row: scores s_j once; causal tie sets by heap, queue, stack."""
@@ -390,7 +390,7 @@ def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol
                               np.empty(e), np.empty(e))
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
                               scale, out, tie_size, tie_gap, scores, heap_scores, heap_positions,
                               line, total, error):
@@ -456,7 +456,7 @@ def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, 
             copy_row(out[i], v[line[tail - 1]])
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _approx_scores(q, k, start, stop, causal, approx):
     """Set approx[i - start, j] = q_i . k_j in q's dtype for queries start .. stop - 1.
 
@@ -499,7 +499,7 @@ def _approx_scores(q, k, start, stop, causal, approx):
             j += 1
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def score_bound(d, itemsize, scale, q_norm, k_norm_max):
     """Bound |scale * approx_j - s_j| for every key: s_j the exact-order float64 score.
 
@@ -513,7 +513,7 @@ def score_bound(d, itemsize, scale, q_norm, k_norm_max):
     return 4.0 * abs(scale) * (gamma * q_norm * k_norm_max + tiny)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scale, approx,
                            bound, scores, total, out_row):
     """Run :func:`attend_query` for a hard kind, from approximate scores.
@@ -603,7 +603,7 @@ def item_paths(q, k, key_mask, query_mask, causal, kind, known):
     return paths
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _attend_item(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, path,
                  out, tie_size, tie_gap):
     """Run one item's fast path if it has one; return its path (detected if ``path`` < 0)."""
@@ -617,7 +617,7 @@ def _attend_item(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, 
     return path
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def unit_count(n_queries):
     """Units of work of a general item: pairs of query blocks, as :func:`attend_unit` takes them."""
     return ((n_queries + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2

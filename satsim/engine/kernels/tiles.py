@@ -30,7 +30,7 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from satsim.engine.kernels import lock_cache_writes, stamp_module_kernels
+from satsim.engine.kernels import CALLEE, lock_cache_writes, stamp_module_kernels
 from satsim.engine.kernels import queries as _queries_module
 from satsim.engine.kernels.queries import (
     NO_COUNT,
@@ -60,7 +60,7 @@ _CHUNK = 32
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, **CALLEE)
 def _norm_bound(row):
     """Return an upper bound of |row| in float64 (0 only if every square underflows to 0).
 
@@ -87,7 +87,7 @@ def key_norm_max(k, key_mask):
     return best
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _lower_float32(x):
     """Return a float32 f <= x (float64), -FLT_MAX at least: a >= f for every finite a >= x."""
     lowest = np.float32(-3.4028234663852886e38)
@@ -99,7 +99,7 @@ def _lower_float32(x):
     return f
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _lowest_candidate(first, second, magnitude, bound, atol, rtol):
     """Return the row value below which a key plays no part, given the row's top two.
 
@@ -116,7 +116,7 @@ def _lowest_candidate(first, second, magnitude, bound, atol, rtol):
     return _lower_float32(low - abs(low) * 1e-12 - 1e-300)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _attend_query_tile(q_row, k, v, n_keys, kind, atol, rtol, scale, approx, bound, candidates,
                        cand_scores, total, out_row):
     """:func:`satsim.engine.kernels.queries._attend_query_filtered` over a row of a tile.
