@@ -49,6 +49,15 @@ def test_one_cpu_or_a_path_without_parts_starts_no_second_process(monkeypatch):
     assert not parallel_compile.compile_callees("fused-fast", "float32")
 
 
+def test_no_second_process_to_start_leaves_the_compile_to_this_one(monkeypatch):
+    def cannot_start(*args, **kwargs):
+        raise OSError("no interpreter")
+
+    monkeypatch.setattr(parallel_compile, "_cpus", lambda: 2)
+    monkeypatch.setattr(parallel_compile.subprocess, "Popen", cannot_start)
+    assert not parallel_compile.compile_callees("fused-fast", "float32")
+
+
 SCRIPT = """
 import sys
 import numpy as np

@@ -114,16 +114,20 @@ def _cpus() -> int:
 def compile_callees(path: str, dtype) -> bool:
     """Compile the callees of a cold path's kernel here and in a second process at once.
 
-    Return whether it did: not for a path without parts, on one CPU, or without a cache lock
-    (then the kernel compiles its callees itself, as before). A second process that fails or
-    takes over WAIT_SECONDS only leaves its part to the kernel's own compile.
+    Return whether it did: not for a path without parts, on one CPU, without a cache lock or
+    when no process can start (then the kernel compiles its callees itself, as before). A
+    second process that fails or takes over WAIT_SECONDS only leaves its part to the kernel's
+    own compile.
     """
     if path not in PARTS or _cpus() < 2 or fcntl is None:
         return False
     own, side = PARTS[path]
     code = f"from {__name__} import compile_side; compile_side({path!r}, {np.dtype(dtype).name!r})"
-    second = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        second = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:  # no interpreter to start (an embedded Python): compile here alone
+        return False
     try:
         _compile(own(dtype))
     finally:
