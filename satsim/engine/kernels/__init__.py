@@ -13,7 +13,7 @@ try:
 except ImportError:  # not POSIX: no lock, and no second compiling process either
     fcntl = None
 
-COMPILE_SECONDS = {"fused-fast": 10, "fused": 24, "layers": 15, "tiles": 6, "classes": 17}
+COMPILE_SECONDS = {"fused-fast": 10, "fused": 18, "layers": 15, "tiles": 6, "classes": 17}
 """Seconds each path's kernels take to compile from an empty cache on this project's 2-core
 machine at low load: the CPU seconds, which a loaded machine stretches into more wall time
 (``bench/startup.py --kernels`` gives each kernel's compile CPU seconds per command;
