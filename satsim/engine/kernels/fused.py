@@ -287,7 +287,7 @@ def _attention_kernel(general_paths: bool):
                          used, xt, acc)
         return OK
 
-    return _variant(_attention, general_paths, fastmath=False, **CALLEE)
+    return _variant(_attention, general_paths, fastmath=False, inline="always", **CALLEE)
 
 
 _attention_all_paths = _attention_kernel(True)
@@ -326,7 +326,6 @@ def _forward_kernel(general_paths: bool):
         on. ``known`` and ``head_masks`` hold each head's path (-1: detect) and mask code
         (:data:`satsim.model.masks.MASK_CODES`). Serial; releases the GIL.
         """
-        attention = _attention_all_paths if general_paths else _attention_fast_paths
         d = dims[D_MODEL]
         n_out = dims[N_OUT]
         longest = 0
@@ -392,9 +391,16 @@ def _forward_kernel(general_paths: bool):
                     source = h
                 if row[KIND] == ATTENTION:
                     attn_start = T - 1 if index == last_attention and read_last else 0
-                    state = attention(params, reals, known, head_masks, row, source, y,
-                                      attn_start, work, scratch, kind, beta, atol, rtol,
-                                      general_limit, class_min_keys)
+                    if general_paths:
+                        state = _attention_all_paths(params, reals, known, head_masks, row,
+                                                     source, y, attn_start, work, scratch, kind,
+                                                     beta, atol, rtol, general_limit,
+                                                     class_min_keys)
+                    else:
+                        state = _attention_fast_paths(params, reals, known, head_masks, row,
+                                                      source, y, attn_start, work, scratch, kind,
+                                                      beta, atol, rtol, general_limit,
+                                                      class_min_keys)
                     if state != OK:
                         break
                     if index == last_attention and read_last:
