@@ -18,6 +18,7 @@ from satsim.engine.batch import norm_parameters, side_by_side
 from satsim.engine.kernels import announce_compile, classes
 from satsim.engine.kernels import fused as fk
 from satsim.engine.kernels.layers import ACTIVATION_CODES
+from satsim.engine.kernels.parallel_compile import compile_callees
 from satsim.engine.kernels.queries import SAME_SCORES, UNKNOWN
 from satsim.model.architecture import counting_heads, steps
 from satsim.model.encoding import positional_vectors
@@ -222,7 +223,8 @@ def forward_fused(
     status = np.zeros(n, dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
     if not model.general_paths:
-        announce_compile(path="fused-fast", dtype=spec.dtype)
+        if announce_compile(path="fused-fast", dtype=spec.dtype):
+            compile_callees("fused-fast", spec.dtype)
         _run_variant(fk.forward_fast_paths, model, ids, starts, lengths, order, settings, workers,
                      out, status)
         order = order[status[order] == fk.NEEDS_GENERAL]
@@ -230,7 +232,8 @@ def forward_fused(
         if len(order):
             model.general_paths = True
     if len(order):
-        announce_compile(path="fused", dtype=spec.dtype)
+        if announce_compile(path="fused", dtype=spec.dtype):
+            compile_callees("fused", spec.dtype)
         _run_variant(fk.forward_strings, model, ids, starts, lengths, order, settings, workers,
                      out, status)
     return out, status

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
-COMPILE_SECONDS = {"fused-fast": 17, "fused": 24, "layers": 15, "tiles": 6, "classes": 17}
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, and no second compiling process either
+    fcntl = None
+
+COMPILE_SECONDS = {"fused-fast": 10, "fused": 18, "layers": 15, "tiles": 6, "classes": 17}
 """Seconds each path's kernels take to compile from an empty cache on this project's 2-core
 machine at low load: the CPU seconds, which a loaded machine stretches into more wall time
 (``bench/startup.py --kernels`` gives each kernel's compile CPU seconds per command;
 bench/README.md, Target 4, has each measurement)."""
+CALLEE = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+"""Options of a kernel that only other kernels call: no entry points from Python or C (Numba
+builds both for every compiled function otherwise; they are a good part of a small function's
+compile, and a cached callee loads and links without them)."""
 PATH_NAMES = {
     "fused-fast": "whole-model kernel for the fast attention paths",
     "fused": "whole-model kernel for every attention path",
@@ -70,8 +80,13 @@ def cold_kernels(path: str | None = None, dtype=None) -> list[str]:
     With ``dtype``, nothing for arrays of that dtype (a float64 model after a float32 one
     compiles anew).
     """
+    return cold_dispatchers(_kernels(path), dtype)
+
+
+def cold_dispatchers(kernels: dict, dtype=None) -> list[str]:
+    """Names of the dispatchers of ``kernels`` (by name) with nothing cached (for ``dtype``)."""
     dtype = None if dtype is None else np.dtype(dtype)
-    return [name for name, kernel in _kernels(path).items() if not _is_cached(kernel, dtype)]
+    return [name for name, kernel in kernels.items() if not _is_cached(kernel, dtype)]
 
 
 _checked: set = set()
@@ -128,3 +143,59 @@ def stamp_module_kernels(namespace: dict, modules) -> None:
         py_func = getattr(value, "py_func", None)
         if py_func is not None and py_func.__module__ == namespace["__name__"]:
             stamp_with_callees(value, modules)
+
+
+CACHE_LOCK = "satsim-cache.lock"
+"""File in each Numba cache folder that :func:`lock_cache_writes` locks while saving."""
+
+
+@contextmanager
+def _cache_lock(folder: str):
+    """Hold an exclusive lock on the cache folder's lock file (released if the process dies).
+
+    A folder where no lock file can be made saves unlocked, as Numba alone would.
+    """
+    try:
+        handle = open(os.path.join(folder, CACHE_LOCK), "a")  # noqa: SIM115 - closed below
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def lock_cache_writes(namespace: dict) -> None:
+    """Make every cached kernel of a module (its ``globals()``) save under a lock of its folder.
+
+    Numba saves a cache entry as two files, each written atomically but not the pair: an index
+    (signature → data file) and the data. Two processes saving two signatures of one kernel at
+    once can both take the same data file, leaving the index pointing at the other signature's
+    code. Under the lock, saves of processes compiling at once (``satsim warmup``, the second
+    process of :mod:`satsim.engine.kernels.parallel_compile`) follow one another. No-op off POSIX.
+    """
+    if fcntl is None:
+        return
+    for value in list(namespace.values()):
+        py_func = getattr(value, "py_func", None)
+        if py_func is None or py_func.__module__ != namespace["__name__"]:
+            continue
+        try:
+            cache_file = value._cache._cache_file
+            folder = cache_file._cache_path
+        except AttributeError:  # private Numba API, or a kernel without cache=True
+            continue
+        cache_file.save = _locked(cache_file.save, folder)
+
+
+def _locked(save, folder: str):
+    """``save`` under the lock of ``folder``."""
+
+    def locked_save(key, data):
+        with _cache_lock(folder):
+            save(key, data)
+
+    return locked_save

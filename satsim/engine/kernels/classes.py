@@ -22,10 +22,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from satsim.engine.kernels import CALLEE, lock_cache_writes, stamp_module_kernels
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.queries import (
     GENERAL,
+    NO_COUNT,
     SATURATED,
     UNIQUE_LEFT,
     copy_row,
@@ -79,7 +80,7 @@ def key_classes(k, key_mask, labels, representatives):
     return n_classes
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _add_values(v, labels, members, start, stop, total):
     """Add v_j for the keys start .. stop - 1 whose class is in ``members``, in key order."""
     one = np.uint64(1)
@@ -90,7 +91,7 @@ def _add_values(v, labels, members, start, stop, total):
                 total[t] += np.float64(v[j, t])
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _running_sum(v, labels, members, stop, set_masks, set_ends, set_sums, n_sets, total):
     """Return the row of set_sums holding the sum over keys below ``stop`` in ``members``.
 
@@ -110,7 +111,7 @@ def _running_sum(v, labels, members, stop, set_masks, set_ends, set_sums, n_sets
         set_sums[row, :] = 0.0
     if row < 0:
         total[:] = 0.0
-        _add_values(v, labels, members, 0, stop, total)
+        _add_values(v, labels, members, NO_COUNT, stop, total)
         return row, n_sets
     _add_values(v, labels, members, set_ends[row], stop, set_sums[row])
     set_ends[row] = stop
@@ -137,9 +138,9 @@ def attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labe
     set_ends = np.zeros(_MAX_SETS, dtype=np.int64)
     set_sums = np.zeros((_MAX_SETS, e))
     total = np.empty(e)
-    n_sets = 0
+    n_sets = NO_COUNT
     seen = 0  # keys below this position are counted
-    present = 0  # allowed keys counted so far
+    present = NO_COUNT  # allowed keys counted so far
     for i in range(T):
         stop = i + 1 if causal else S
         for j in range(seen, stop):
@@ -179,7 +180,7 @@ def attend_by_classes(q, k, v, query_mask, causal, kind, atol, rtol, scale, labe
             if at_best >= 2:
                 runner_up = best
             theta = tie_threshold(best, atol, rtol)
-            size = 0
+            size = NO_COUNT
             for c in range(n_classes):
                 if counts[c] > 0 and class_scores[c] >= theta:
                     members |= one << np.uint64(c)
@@ -215,7 +216,7 @@ def few_classes(k, key_mask, paths):
     return chosen
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def attend_if_classes(q, k, v, key_mask, query_mask, causal, kind, atol, rtol, scale, labels,
                       representatives, out, tie_size, tie_gap):
     """Label one item's keys; if they form classes, attend by them and return True, else False.
@@ -251,3 +252,4 @@ def attend_items_by_classes(q, k, v, key_mask, query_mask, causal, kind, atol, r
 
 
 stamp_module_kernels(globals(), (_queries_module,))
+lock_cache_writes(globals())

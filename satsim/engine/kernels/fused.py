@@ -22,10 +22,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from satsim.engine.kernels import CALLEE, lock_cache_writes, stamp_module_kernels
 from satsim.engine.kernels import classes as _classes_module
 from satsim.engine.kernels import layers as _layers_module
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.classes import MAX_CLASSES, attend_if_classes
 from satsim.engine.kernels.layers import IDENTITY, ROW_BLOCK, affine_rows_into, layer_norm_rows
 from satsim.engine.kernels.queries import (
@@ -83,13 +83,13 @@ among threads); or it has a head on the class or general path and ran in
 :data:`forward_fast_paths`, which lacks them (the caller reruns it in :data:`forward_strings`)."""
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _matrix(params, offset, rows, cols):
     """The [rows, cols] block of the flat parameter array at ``offset``."""
     return params[offset : offset + rows * cols].reshape((rows, cols))
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _normalize(params, reals, row, x, out, start, stop):
     """The norm of rows start .. stop - 1 of x into out, with the norm columns ``row``."""
     d = x.shape[1]
@@ -98,7 +98,7 @@ def _normalize(params, reals, row, x, out, start, stop):
                     row[NORM_AFFINE] != 0, row[NORM_CENTRE] != 0, out, start, stop)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _max_abs_qkv(proj, width):
     """Max |·| of the query, key and value columns (widths width, width, rest), one pass.
 
@@ -127,7 +127,7 @@ def _max_abs_qkv(proj, width):
         (np.nan if nan_v else max_v)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _reverse_rows(x):
     """Reverse the order of the rows of x in place."""
     T = x.shape[0]
@@ -136,7 +136,7 @@ def _reverse_rows(x):
             x[i, t], x[T - 1 - i, t] = x[T - 1 - i, t], x[i, t]
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _rows_one_later(x):
     """Move every row of x one position later (row 0 becomes zeros), in place."""
     for i in range(x.shape[0] - 1, 0, -1):
@@ -146,7 +146,7 @@ def _rows_one_later(x):
         x[0, :] = 0
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _attend_general(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
                     general_limit, class_min_keys, out, sizes, gaps):
     """A head on neither fast path: by key classes if they are few, else query by query.
@@ -287,14 +287,14 @@ def _attention_kernel(general_paths: bool):
                          used, xt, acc)
         return OK
 
-    return _variant(_attention, general_paths, fastmath=False)
+    return _variant(_attention, general_paths, fastmath=False, inline="always", **CALLEE)
 
 
 _attention_all_paths = _attention_kernel(True)
 _attention_fast_paths = _attention_kernel(False)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _feed_forward(params, row, x, y, start, hidden_buf, scratch):
     """The feed-forward sublayer on rows start .. T - 1 of x, into y."""
     T, d = x.shape
@@ -326,7 +326,6 @@ def _forward_kernel(general_paths: bool):
         on. ``known`` and ``head_masks`` hold each head's path (-1: detect) and mask code
         (:data:`satsim.model.masks.MASK_CODES`). Serial; releases the GIL.
         """
-        attention = _attention_all_paths if general_paths else _attention_fast_paths
         d = dims[D_MODEL]
         n_out = dims[N_OUT]
         longest = 0
@@ -392,9 +391,16 @@ def _forward_kernel(general_paths: bool):
                     source = h
                 if row[KIND] == ATTENTION:
                     attn_start = T - 1 if index == last_attention and read_last else 0
-                    state = attention(params, reals, known, head_masks, row, source, y,
-                                      attn_start, work, scratch, kind, beta, atol, rtol,
-                                      general_limit, class_min_keys)
+                    if general_paths:
+                        state = _attention_all_paths(params, reals, known, head_masks, row,
+                                                     source, y, attn_start, work, scratch, kind,
+                                                     beta, atol, rtol, general_limit,
+                                                     class_min_keys)
+                    else:
+                        state = _attention_fast_paths(params, reals, known, head_masks, row,
+                                                      source, y, attn_start, work, scratch, kind,
+                                                      beta, atol, rtol, general_limit,
+                                                      class_min_keys)
                     if state != OK:
                         break
                     if index == last_attention and read_last:
@@ -436,3 +442,4 @@ forward_fast_paths = _forward_kernel(False)
 about a third less to compile, and enough for hand-built models; a string with a head on the
 class or general path gets status NEEDS_GENERAL."""
 stamp_module_kernels(globals(), (_queries_module, _classes_module, _layers_module))
+lock_cache_writes(globals())

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
+from satsim.engine.kernels import CALLEE, lock_cache_writes
+
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 ROWS_PER_CHUNK = 256
@@ -57,7 +59,7 @@ def serial_kernels():
         _local.serial = before
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def activate(value, activation):  # pragma: no cover - compiled
     """``value`` through the activation with this code (see ACTIVATION_CODES)."""
     if activation == RELU:
@@ -73,7 +75,7 @@ def activate(value, activation):  # pragma: no cover - compiled
     return value
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _affine_rows(x, weight, bias, activation, out, start, stop):  # pragma: no cover - compiled
     """Write activation(x[r] @ weight + bias) to out[r] for start <= r < stop."""
     used = np.empty(x.shape[1], dtype=np.int64)
@@ -82,7 +84,7 @@ def _affine_rows(x, weight, bias, activation, out, start, stop):  # pragma: no c
     affine_rows_into(x, weight, bias, activation, out, start, stop, used, xt, acc)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def affine_rows_into(x, weight, bias, activation, out, start, stop, used, xt,
                      acc):  # pragma: no cover - compiled
     """:func:`_affine_rows` with caller-owned scratch, so that it allocates nothing.
@@ -145,7 +147,7 @@ def affine_parallel(x, weight, bias, activation):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def layer_norm_rows(x, weight, bias, eps, use_affine, centre, out, start,
                     stop):  # pragma: no cover - compiled
     """Normalise rows start .. stop - 1 of x into out (subtracting the mean when ``centre``)."""
@@ -210,3 +212,6 @@ def run_layer_norm(x, weight, bias, eps, use_affine, centre=True):
     """:func:`layer_norm` or :func:`layer_norm_parallel`, by the amount of work."""
     kernel = layer_norm_parallel if use_parallel(4 * x.size) else layer_norm
     return kernel(x, read_only(weight), read_only(bias), eps, use_affine, centre)
+
+
+lock_cache_writes(globals())

@@ -28,6 +28,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from satsim.engine.kernels import CALLEE, lock_cache_writes
+
 SOFTMAX, SATURATED, UNIQUE_LEFT, UNIQUE_RIGHT, SCORE_CLASS = 0, 1, 2, 3, 4
 """Kind codes of :func:`attend`. The kernels' ``beta`` is softmax's β, or SCORE_CLASS's width δ."""
 
@@ -37,13 +39,17 @@ GENERAL, SAME_SCORES, SAME_QUERIES, UNKNOWN = 0, 1, 2, -1
 """Paths of an item: general, every allowed key ties, every query the same row; or detect."""
 QUERY_BLOCK = 32
 """Queries per block of a general item."""
+NO_COUNT, NOWHERE = np.int64(0), np.int64(-1)
+"""Starting values of counters and positions that reach a callee: typed int64, not as literals
+(Numba compiles a callee once more for a literal argument, as a variable holds one before its
+loop; about 0.2 s of cold compile each)."""
 
 
 MAX_SCORE = 1e300
 """Scores bounded by this stay finite through max, threshold and gap; larger bounds are refused."""
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def score_pair(q_row, k_row, scale):
     """Return scale * (q . k) in float64, summed left to right, strictly (as the reference)."""
     total = 0.0
@@ -60,7 +66,7 @@ def tie_threshold(max_score, atol, rtol):
     return max_score * (1.0 + rtol) - atol
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _add_compensated(total, error, values, sign):
     """Add sign * values to the Neumaier sum (total, error); strict, or it is optimised away."""
     for c in range(values.shape[0]):
@@ -73,21 +79,21 @@ def _add_compensated(total, error, values, sign):
         total[c] = t
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _accumulate(total, weight, values):
     """Add weight * values to the float64 running total."""
     for c in range(values.shape[0]):
         total[c] += weight * values[c]
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def write_mean(out_row, total, count):
     """Write total / count into out_row (cast to its dtype); a true division, never 1/count."""
     for c in range(out_row.shape[0]):
         out_row[c] = total[c] / count
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def uniform_gap(count):
     """Return the tie gap when all of ``count`` allowed scores are equal."""
     if count == 0:
@@ -95,7 +101,7 @@ def uniform_gap(count):
     return 0.0 if count >= 2 else np.inf
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def row_is_zero(row):
     """Return whether every element of the row is zero."""
     for t in range(row.shape[0]):
@@ -104,7 +110,7 @@ def row_is_zero(row):
     return True
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def rows_equal(a, b):
     """Return whether two rows are equal element by element."""
     for t in range(a.shape[0]):
@@ -113,7 +119,7 @@ def rows_equal(a, b):
     return True
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def copy_row(dst, src):
     """Copy src into dst, element by element.
 
@@ -124,7 +130,7 @@ def copy_row(dst, src):
         dst[c] = src[c]
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _first_true(flags):
     """Return the index of the first True flag, or -1."""
     for i in range(flags.shape[0]):
@@ -133,7 +139,7 @@ def _first_true(flags):
     return -1
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _write_all_tied(v, kind, total, count, first, last, out_row):
     """Write the output when all ``count`` allowed keys, first .. last, tie (none if count = 0)."""
     if count == 0:
@@ -146,13 +152,13 @@ def _write_all_tied(v, kind, total, count, first, last, out_row):
         write_mean(out_row, total, count)
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
     """Every allowed key below n_keys ties: write the kind's output; return (tie size, tie gap)."""
     total[:] = 0.0
-    count = 0
-    first = -1
-    last = -1
+    count = NO_COUNT
+    first = NOWHERE
+    last = NOWHERE
     for j in range(n_keys):
         if key_mask[j]:
             count += 1
@@ -165,7 +171,7 @@ def _attend_all_tied(v, key_mask, n_keys, kind, total, out_row):
     return count, uniform_gap(count)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def top_two(s, best, runner_up):
     """The largest and second-largest of (best, runner_up) and a new value s."""
     if s > best:
@@ -175,7 +181,7 @@ def top_two(s, best, runner_up):
     return best, runner_up
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def take_key(kind, j, v, total, chosen):
     """Key j is in the tie set: add its value (saturated) or note it (unique); return the pick."""
     if kind == SATURATED:
@@ -185,7 +191,7 @@ def take_key(kind, j, v, total, chosen):
     return chosen
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def emit_output(kind, total, size, chosen, v, out_row):
     """Write a hard head's output: the tie set's mean, or the value of the unique pick."""
     if kind == SATURATED:
@@ -194,12 +200,12 @@ def emit_output(kind, total, size, chosen, v, out_row):
         copy_row(out_row, v[chosen])
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     """Write the saturated mean or the unique-hard pick of the keys scoring ≥ theta; return |S|."""
     total[:] = 0.0
-    size = 0
-    chosen = -1
+    size = NO_COUNT
+    chosen = NOWHERE
     for j in range(n_keys):
         if key_mask[j] and scores[j] >= theta:
             size += 1
@@ -208,7 +214,7 @@ def _hard_output(scores, key_mask, n_keys, theta, kind, v, total, out_row):
     return size
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def class_weight(s, best, width):
     """A score's weight under score-class(δ): exp(−c·δ), c = ⌊(M − s)/δ⌋; width 0: exp(s − M)."""
     if width == 0.0:
@@ -216,7 +222,7 @@ def class_weight(s, best, width):
     return np.exp(-(np.floor((best - s) / width) * width))
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def attend_query(q_row, k, v, key_mask, n_keys, kind, beta, atol, rtol, scale, scores, total,
                   out_row):
     """Attend one query to the allowed keys below n_keys; write out_row, return (size, gap)."""
@@ -277,7 +283,7 @@ def item_path(q, k, key_mask, query_mask, causal, kind):
     return SAME_QUERIES
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
     """Causal head whose allowed keys all tie, mean kinds: the running mean of the prefix.
 
@@ -286,7 +292,7 @@ def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
     """
     T, e = v.shape
     total = np.zeros(e)
-    count = 0
+    count = NO_COUNT
     for i in range(T):
         if key_mask[i]:
             count += 1
@@ -299,7 +305,7 @@ def _prefix_mean(v, key_mask, query_mask, out, tie_size, tie_gap):
             tie_gap[i] = uniform_gap(count)
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie_gap):
     """Every allowed key ties: mean (or first/last) of v over them, a running prefix if causal."""
     T = query_mask.shape[0]
@@ -319,9 +325,9 @@ def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie
                 tie_size[i] = count
                 tie_gap[i] = gap
         return
-    count = 0
-    first = -1
-    last = -1
+    count = NO_COUNT
+    first = NOWHERE
+    last = NOWHERE
     for i in range(T):
         if key_mask[i]:
             count += 1
@@ -334,7 +340,7 @@ def attend_same_scores(v, key_mask, query_mask, causal, kind, out, tie_size, tie
             tie_gap[i] = uniform_gap(count)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _heap_push(scores, positions, size, score, position):
     """Push (score, position) onto the min-heap held in scores[:size], positions[:size]."""
     i = size
@@ -349,7 +355,7 @@ def _heap_push(scores, positions, size, score, position):
     positions[i] = position
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _heap_pop(scores, positions, size):
     """Remove the minimum of the min-heap of ``size`` entries; return its position."""
     top = positions[0]
@@ -373,7 +379,7 @@ def _heap_pop(scores, positions, size):
     return top
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale,
                          out, tie_size, tie_gap):
     """Every real query is the same row: scores s_j once; causal tie sets by heap, queue, stack."""
@@ -384,7 +390,7 @@ def _attend_same_queries(q, k, v, key_mask, query_mask, causal, kind, beta, atol
                               np.empty(e), np.empty(e))
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol,
                               scale, out, tie_size, tie_gap, scores, heap_scores, heap_positions,
                               line, total, error):
@@ -407,7 +413,7 @@ def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, 
                 tie_gap[i] = gap
         return
     query = q[first_query]
-    heap_size = 0
+    heap_size = NO_COUNT
     # line: FIFO queue (unique-left) or stack (unique-right)
     head = 0
     tail = 0
@@ -450,7 +456,7 @@ def attend_same_queries_into(q, k, v, key_mask, query_mask, causal, kind, beta, 
             copy_row(out[i], v[line[tail - 1]])
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _approx_scores(q, k, start, stop, causal, approx):
     """Set approx[i - start, j] = q_i . k_j in q's dtype for queries start .. stop - 1.
 
@@ -493,7 +499,7 @@ def _approx_scores(q, k, start, stop, causal, approx):
             j += 1
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def score_bound(d, itemsize, scale, q_norm, k_norm_max):
     """Bound |scale * approx_j - s_j| for every key: s_j the exact-order float64 score.
 
@@ -507,7 +513,7 @@ def score_bound(d, itemsize, scale, q_norm, k_norm_max):
     return 4.0 * abs(scale) * (gamma * q_norm * k_norm_max + tiny)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _attend_query_filtered(q_row, k, v, key_mask, n_keys, kind, atol, rtol, scale, approx,
                            bound, scores, total, out_row):
     """Run :func:`attend_query` for a hard kind, from approximate scores.
@@ -597,7 +603,7 @@ def item_paths(q, k, key_mask, query_mask, causal, kind, known):
     return paths
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, fastmath=_FASTMATH, **CALLEE)
 def _attend_item(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, scale, path,
                  out, tie_size, tie_gap):
     """Run one item's fast path if it has one; return its path (detected if ``path`` < 0)."""
@@ -611,7 +617,7 @@ def _attend_item(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rtol, 
     return path
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def unit_count(n_queries):
     """Units of work of a general item: pairs of query blocks, as :func:`attend_unit` takes them."""
     return ((n_queries + QUERY_BLOCK - 1) // QUERY_BLOCK + 1) // 2
@@ -676,3 +682,6 @@ def attend_parallel(q, k, v, key_mask, query_mask, causal, kind, beta, atol, rto
         attend_unit(q[n], k[n], v[n], key_mask[n], query_mask[n], causal, kind, beta, atol,
                      rtol, scale, unit % units_per_item, out[n], tie_size[n], tie_gap[n])
     return out, tie_size, tie_gap
+
+
+lock_cache_writes(globals())

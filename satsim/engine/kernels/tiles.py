@@ -30,9 +30,11 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
+from satsim.engine.kernels import CALLEE, lock_cache_writes, stamp_module_kernels
 from satsim.engine.kernels import queries as _queries_module
-from satsim.engine.kernels import stamp_module_kernels
 from satsim.engine.kernels.queries import (
+    NO_COUNT,
+    NOWHERE,
     attend_query,
     emit_output,
     score_bound,
@@ -58,7 +60,7 @@ _CHUNK = 32
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, **CALLEE)
 def _norm_bound(row):
     """Return an upper bound of |row| in float64 (0 only if every square underflows to 0).
 
@@ -85,7 +87,7 @@ def key_norm_max(k, key_mask):
     return best
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _lower_float32(x):
     """Return a float32 f <= x (float64), -FLT_MAX at least: a >= f for every finite a >= x."""
     lowest = np.float32(-3.4028234663852886e38)
@@ -97,7 +99,7 @@ def _lower_float32(x):
     return f
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _lowest_candidate(first, second, magnitude, bound, atol, rtol):
     """Return the row value below which a key plays no part, given the row's top two.
 
@@ -114,7 +116,7 @@ def _lowest_candidate(first, second, magnitude, bound, atol, rtol):
     return _lower_float32(low - abs(low) * 1e-12 - 1e-300)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, **CALLEE)
 def _attend_query_tile(q_row, k, v, n_keys, kind, atol, rtol, scale, approx, bound, candidates,
                        cand_scores, total, out_row):
     """:func:`satsim.engine.kernels.queries._attend_query_filtered` over a row of a tile.
@@ -167,8 +169,8 @@ def _attend_query_tile(q_row, k, v, n_keys, kind, atol, rtol, scale, approx, bou
         best, runner_up = top_two(s, best, runner_up)
     theta = tie_threshold(best, atol, rtol)
     total[:] = 0.0
-    size = 0
-    chosen = -1
+    size = NO_COUNT
+    chosen = NOWHERE
     for c in range(count):
         if cand_scores[c] >= theta:
             size += 1
@@ -373,3 +375,4 @@ def _progress(units: queue.SimpleQueue, pairs: int, what: str):
 
 
 stamp_module_kernels(globals(), (_queries_module,))
+lock_cache_writes(globals())

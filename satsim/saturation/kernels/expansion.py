@@ -21,6 +21,8 @@ import math
 import numba
 import numpy as np
 
+from satsim.engine.kernels import CALLEE
+from satsim.engine.kernels.queries import NO_COUNT
 from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 from satsim.saturation.kernels.limit_scores import class_score, gap_live
 from satsim.saturation.kernels.prefix_ties import (
@@ -35,7 +37,7 @@ PREFIX_CLASSES = 4
 (:mod:`satsim.saturation.kernels.prefix_ties`); the others filter every query's keys afresh."""
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _exp_series(a, e):
     """Coefficients e of exp(Σ_{m≥1} a[m] u^m) (a[0] ignored)."""
     e[0] = 1.0
@@ -46,7 +48,7 @@ def _exp_series(a, e):
         e[n] = acc / n
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _ratio_series(num, den, out, tol):
     """Coefficients of num(u) / den(u) for one key (den[0] ≠ 0), snapped to exact zeros."""
     for n in range(num.shape[0]):
@@ -59,7 +61,7 @@ def _ratio_series(num, den, out, tol):
         out[n] = (0.0 if abs(value) <= tol * scale else value) / den[0]
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _class_weights(a, count, members, cand, top0, series, num, den, weights, shared, tol):
     """Each candidate class's weight series in 1/c, for the score terms ``a`` (orders, classes).
 
@@ -102,7 +104,7 @@ def _class_weights(a, count, members, cand, top0, series, num, den, weights, sha
         _ratio_series(num[:, idx], den, weights[:, idx], tol)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _classes_agree_below(cache, stamp, want, row, q, k, q_live, k_live, h, i, reps, cand, count,
                          first_gap, last_gap, scale, tol):
     """Whether the score coefficients ``first_gap`` to ``last_gap`` below the top agree.
@@ -125,7 +127,7 @@ def _classes_agree_below(cache, stamp, want, row, q, k, q_live, k_live, h, i, re
     return True
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _admit(v, h, j, cls, members, sums, magnitudes, active, n_active):
     """Add key j to its class's count and value sums; return the number of active classes."""
     if members[cls] == 0:
@@ -216,7 +218,7 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
         members[:] = 0
         sums[:] = 0.0
         magnitudes[:] = 0.0
-        n_active = 0
+        n_active = NO_COUNT
         n_log = 0
         if prefix:
             reset_state(state)
@@ -253,7 +255,8 @@ def expanded_attention(q, q_live, k, k_live, v, v_live, key_class, reps, query_c
                 values, tol)
             if from_prefix:  # the filter kept for this query class
                 count, keys = sizes[qc, degrees], counts[qc, degrees]
-                cand[:count] = lists[qc, degrees, :count]
+                for c in range(count):  # a loop: a slice copy compiles its shape-error text
+                    cand[c] = lists[qc, degrees, c]
                 lead_size[h, i] = counts[qc, 1]
                 for t in range(1, degrees):
                     if counts[qc, t + 1] < counts[qc, t]:

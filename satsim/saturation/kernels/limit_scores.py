@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numba
 
+from satsim.engine.kernels import CALLEE
 
-@numba.njit(cache=True, fastmath=False)
+
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def score_at(q, k, q_live, k_live, h, i, j, gap, scale, tol):
     """The score coefficient ``gap`` degrees below the top of query i and key j, snapped."""
     total = 0.0
@@ -27,7 +29,7 @@ def score_at(q, k, q_live, k_live, h, i, j, gap, scale, tol):
     return scale * total
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def gap_live(q_live, k_live, gap):
     """Whether any pair of live coefficients lands ``gap`` degrees below the top score degree."""
     for a in range(max(0, gap - k_live.shape[0] + 1), min(gap, q_live.shape[0] - 1) + 1):
@@ -36,7 +38,7 @@ def gap_live(q_live, k_live, gap):
     return False
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def class_score(cache, stamp, want, row, cls, gap, q, k, q_live, k_live, h, i, rep, scale, tol):
     """The score coefficient ``gap`` degrees below the top, for query i and key class ``cls``.
 
@@ -50,7 +52,7 @@ def class_score(cache, stamp, want, row, cls, gap, q, k, q_live, k_live, h, i, r
     return cache[row, cls, gap]
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def class_value(score, cls, gap):
     """The score ``gap`` degrees below the top for key class ``cls``; ``score`` holds the rest.
 

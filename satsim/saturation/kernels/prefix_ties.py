@@ -34,6 +34,7 @@ import math
 import numba
 import numpy as np
 
+from satsim.engine.kernels import CALLEE
 from satsim.saturation.kernels.limit_scores import class_value
 
 LEAD_STALE, PER_QUERY, COUNTED = 0, 1, 2
@@ -43,7 +44,7 @@ REBUILT, UNKNOWN = 1, 2
 """What :func:`_filter_down` reports besides 0 (done)."""
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def new_state(query_classes, key_classes, degrees, length, features):
     """Empty per-query-class state for one head (see the module docstring)."""
     return (np.full((query_classes, key_classes), -1, dtype=np.int64),
@@ -58,7 +59,7 @@ def new_state(query_classes, key_classes, degrees, length, features):
             np.zeros((query_classes, 3), dtype=np.int64))
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def reset_state(state):
     """Forget every key (a new head)."""
     level, seen, _, sizes, best, spread, removed, count, lead, flags = state
@@ -73,7 +74,7 @@ def reset_state(state):
     flags[:] = 0
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _filter_down(state, qc, start, source, n_source, score, values, tol):
     """Refilter C_start (``source``, complete, in admission order) and every degree below it.
 
@@ -113,7 +114,7 @@ def _filter_down(state, qc, start, source, n_source, score, values, tol):
     return 0
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _insert(state, qc, cls, score, values, tol):
     """Add a class's first key to the filter; REBUILT asks for a rebuild from every key."""
     level, seen, lists, sizes, best, spread, removed, count, _, flags = state
@@ -167,7 +168,7 @@ def _insert(state, qc, cls, score, values, tol):
     return 0
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _rebuild(state, qc, active, n_active, members, score, values, tol):
     """The filter from every admitted key; False (per-query filter from now on) on a NaN."""
     level, seen, _, _, _, _, _, count, _, flags = state
@@ -182,7 +183,7 @@ def _rebuild(state, qc, active, n_active, members, score, values, tol):
     return True
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def catch_up(state, qc, log, n_log, active, n_active, members, key_class, v, h, score, values,
              tol):
     """Bring query class ``qc`` up to every admitted key; False if it must filter per query.
@@ -213,7 +214,7 @@ def catch_up(state, qc, log, n_log, active, n_active, members, key_class, v, h, 
     return True
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def lead_sum(state, qc, sums):
     """The sum of the top value term over C_1's keys, (features,), from the class sums if stale."""
     _, _, lists, sizes, _, _, _, _, lead, flags = state

@@ -18,11 +18,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from satsim.engine.kernels.queries import score_pair, tie_threshold
+from satsim.engine.kernels import CALLEE
+from satsim.engine.kernels.queries import NOWHERE, score_pair, tie_threshold
 from satsim.model.masks import BIDIRECTIONAL, CAUSAL, FUTURE, STRICT_FUTURE, STRICT_PAST
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, **CALLEE)
 def key_bounds(mask, i, n):
     """The keys query ``i`` of ``n`` may attend under mask code ``mask``: the range [lo, hi).
 
@@ -39,7 +40,7 @@ def key_bounds(mask, i, n):
     return i + 1, n  # strict future
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _query_spread(q_row, k, v, lo, hi, scale, atol, rtol, scores, limit):
     """Largest |v_j - v_f| over the members j of one query's widened tie set (f: the first).
 
@@ -68,7 +69,7 @@ def _query_spread(q_row, k, v, lo, hi, scale, atol, rtol, scores, limit):
     return spread
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _join(v, scores, lo, hi, threshold, low, high, first, weakest):
     """Add the members among keys [lo, hi) to a tie set; return its (first, weakest) anew.
 
@@ -84,15 +85,15 @@ def _join(v, scores, lo, hi, threshold, low, high, first, weakest):
     return first, weakest
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _members(v, scores, lo, hi, threshold, low, high):
     """The widened tie set of keys [lo, hi) from their scores: (first member, least score)."""
     low[:] = np.inf
     high[:] = -np.inf
-    return _join(v, scores, lo, hi, threshold, low, high, -1, np.inf)
+    return _join(v, scores, lo, hi, threshold, low, high, NOWHERE, np.inf)
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _widen(v, j, low, high):
     """Take key j's value row into the per-column range (NaN ignored)."""
     for c in range(v.shape[1]):
@@ -103,7 +104,7 @@ def _widen(v, j, low, high):
             high[c] = value
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=False, **CALLEE)
 def _spread_from(v_first, low, high):
     """max_c max(high_c - v_first_c, v_first_c - low_c): the largest |v_j - v_first| of the set.
 
@@ -118,7 +119,7 @@ def _spread_from(v_first, low, high):
     return spread
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, **CALLEE)
 def _same_row(a, b):
     """Whether two query rows are equal entry for entry (they score every key alike)."""
     for c in range(a.shape[0]):

@@ -1,0 +1,144 @@
+"""Compile a cold kernel's callees in two processes at once, on a machine with a second CPU.
+
+A second process compiles one part of the callees into Numba's on-disk cache while this one
+compiles the rest; the kernel's own compile then loads that part from the cache. Numba compiles
+a kernel's callees one after another inside the kernel's type inference, so this is the one way
+to use a second core for it. For the whole-model kernels (what ``satsim eval``, ``verify`` and
+``compile`` compile), and only when their cache is cold.
+
+Each part is a list of (dispatcher, signature): exactly the specialisations the kernel's own
+compile makes (``tests/engine/test_parallel_compile.py`` holds them to it), so nothing compiles
+twice but a few small shared helpers. Saves to the cache are serialised by a lock
+(:func:`satsim.engine.kernels.lock_cache_writes`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numba
+import numpy as np
+from numba.core import types
+
+from satsim.engine.kernels import classes, fcntl, queries
+from satsim.engine.kernels import fused as fk
+
+WAIT_SECONDS = 120
+"""How long this process waits for the second one before compiling without it."""
+
+
+def _array(dtype, ndim: int = 1):
+    """Numba's type of a C-contiguous, writable array of this dtype."""
+    return types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
+
+
+def _rows_and_mask(dtype) -> tuple:
+    """Types of a (T, width) block of the model's dtype and of a (T,) mask."""
+    return _array(dtype, 2), _array(np.bool_)
+
+
+def _side_part(dtype) -> list:
+    """What the second process compiles: the same-query attention path (a third of the work)."""
+    rows, mask = _rows_and_mask(dtype)
+    f64, i64 = _array(np.float64), _array(np.int64)
+    signature = (rows, rows, rows, mask, mask, types.boolean, types.int64, types.float64,
+                 types.float64, types.float64, types.float64, rows, i64, f64, f64, f64, i64,
+                 i64, f64, f64)
+    return [(queries.attend_same_queries_into, signature)]
+
+
+def _own_part(dtype) -> list:
+    """What this process compiles meanwhile: the other callees of the fast-path kernel."""
+    rows, mask = _rows_and_mask(dtype)
+    flat, f64, i64 = _array(dtype), _array(np.float64), _array(np.int64)
+    scratch = types.Tuple((i64, _array(np.float64, 2), _array(np.float64, 2), f64, f64, i64, i64,
+                           f64, f64))
+    return [
+        (fk._matrix, (flat, types.int64, types.int64, types.int64)),
+        (fk._normalize, (flat, f64, i64, rows, rows, types.int64, types.int64)),
+        (fk._feed_forward, (flat, i64, rows, rows, types.int64, flat, scratch)),
+        (fk._max_abs_qkv, (rows, types.int64)),
+        (fk._reverse_rows, (rows,)),
+        (fk._rows_one_later, (rows,)),
+        (queries.item_path, (rows, rows, mask, mask, types.boolean, types.int64)),
+        (queries.attend_same_scores, (rows, mask, mask, types.boolean, types.int64, rows, i64,
+                                      f64)),
+    ]
+
+
+def _general_signature(dtype, *middle) -> tuple:
+    """Argument types of a general path's entry point: q, k, v, masks, causal, kind, ``middle``.
+
+    Then out, tie sizes and tie gaps, as the attention sublayer passes them.
+    """
+    rows, mask = _rows_and_mask(dtype)
+    return (rows, rows, rows, mask, mask, types.boolean, types.int64, *middle, rows,
+            _array(np.int64), _array(np.float64))
+
+
+def _side_part_all(dtype) -> list:
+    """The second process's part for every path: the fast one's and the per-query kernel."""
+    f64 = types.float64
+    return _side_part(dtype) + [(queries.attend_unit, _general_signature(
+        dtype, f64, f64, f64, f64, types.int64))]
+
+
+def _own_part_all(dtype) -> list:
+    """The calling process's part for every path: the fast one's and the key-class path."""
+    f64, i64 = types.float64, _array(np.int64)
+    return _own_part(dtype) + [(classes.attend_if_classes, _general_signature(
+        dtype, f64, f64, f64, i64, i64))]
+
+
+PARTS = {"fused-fast": (_own_part, _side_part), "fused": (_own_part_all, _side_part_all)}
+"""Per kernel path: (this process's part, the second process's part), each a function of the
+dtype."""
+
+
+def _compile(part: list) -> None:
+    """Compile each (dispatcher, signature) of a part (loading it from the cache if there)."""
+    for dispatcher, signature in part:
+        dispatcher.compile(signature)
+
+
+def _cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def compile_callees(path: str, dtype) -> bool:
+    """Compile the callees of a cold path's kernel here and in a second process at once.
+
+    Return whether it did: not for a path without parts, on one CPU, without a cache lock or
+    when no process can start (then the kernel compiles its callees itself, as before). A
+    second process that fails or takes over WAIT_SECONDS only leaves its part to the kernel's
+    own compile.
+    """
+    if path not in PARTS or _cpus() < 2 or fcntl is None:
+        return False
+    own, side = PARTS[path]
+    code = f"from {__name__} import compile_side; compile_side({path!r}, {np.dtype(dtype).name!r})"
+    try:
+        second = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:  # no interpreter to start (an embedded Python): compile here alone
+        return False
+    try:
+        _compile(own(dtype))
+    finally:
+        try:
+            second.wait(timeout=WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            second.kill()
+            second.wait()
+    return True
+
+
+def compile_side(path: str, dtype) -> None:
+    """Compile the second process's part of a path's callees (what that process runs)."""
+    _compile(PARTS[path][1](dtype))
