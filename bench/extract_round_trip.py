@@ -6,7 +6,7 @@ oracle (its contains) and with the model (the engine) on every string up to a le
 about 2,000 strings) and on random strings of length 100.
 Writes bench/results/extract_round_trip.json.
 
-    PYTHONPATH=. python bench/extract_round_trip.py [--random 100]
+    PYTHONPATH=. python bench/extract_round_trip.py [--random 100] [--only abcde,d2]
     PYTHONPATH=. python bench/extract_round_trip.py --examples 100   # the 8 examples, 10^4
 
 An extracted B-RASP program whose attentions look at the future only at the end also gets its
@@ -124,6 +124,9 @@ def main() -> None:
     parser.add_argument("--skip", default="dyck-2-10,dyck-3-5",
                         help="languages left out (their B-RASP models take long to build)")
     parser.add_argument("--out", default="bench/results/extract_round_trip.json")
+    parser.add_argument("--only", default="",
+                        help="run only these languages (comma-separated); --out keeps its rows "
+                             "of the others")
     parser.add_argument("--examples", type=int, default=0, metavar="K",
                         help="instead: the 8 example programs, with K random strings of 10^4")
     args = parser.parse_args()
@@ -135,7 +138,13 @@ def main() -> None:
             json.dump(rows, handle, indent=1)
         return
     rows = []
+    only = [name for name in args.only.split(",") if name]
+    kept = ({row["language"]: row for row in json.loads(Path(args.out).read_text())}
+            if only and Path(args.out).exists() else {})
     for name in regular_names():
+        if only and name not in only:
+            rows.extend([kept[name]] if name in kept else [])
+            continue
         if name in args.skip.split(","):
             rows.append({"language": name, "skipped": "--skip"})
             continue
