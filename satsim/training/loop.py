@@ -58,26 +58,24 @@ def make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
     return kind(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
-def mean_loss(model: SoftTransformer, data: Examples, task: str, beta: float = 1.0) -> float:
-    """The training loss of the soft model on ``data``: its batch loss, averaged over strings."""
-    total = 0.0
+def _chunk_scores(model: SoftTransformer, data: Examples, task: str, beta: float):
+    """Per chunk of ``data``: its strings, batch loss and right answers (no gradients)."""
     with torch.no_grad():
         for start in range(0, len(data), EVAL_CHUNK):
             batch = data.take(np.arange(start, min(start + EVAL_CHUNK, len(data))))
             logits = model(batch.tokens.to(model.device), batch.lengths, beta=beta).logits
-            total += float(loss_and_correct(logits, batch, task)[0]) * len(batch.lengths)
-    return total / len(data)
+            loss, correct = loss_and_correct(logits, batch, task)
+            yield len(batch.lengths), float(loss), int(correct.sum())
+
+
+def mean_loss(model: SoftTransformer, data: Examples, task: str, beta: float = 1.0) -> float:
+    """The training loss of the soft model on ``data``: its batch loss, averaged over strings."""
+    return sum(n * loss for n, loss, _ in _chunk_scores(model, data, task, beta)) / len(data)
 
 
 def accuracy(model: SoftTransformer, data: Examples, task: str, beta: float = 1.0) -> float:
     """String accuracy of the soft model (scores times ``beta``) on ``data``."""
-    right = 0
-    with torch.no_grad():
-        for start in range(0, len(data), EVAL_CHUNK):
-            batch = data.take(np.arange(start, min(start + EVAL_CHUNK, len(data))))
-            logits = model(batch.tokens.to(model.device), batch.lengths, beta=beta).logits
-            right += int(loss_and_correct(logits, batch, task)[1].sum())
-    return right / len(data)
+    return sum(right for _, _, right in _chunk_scores(model, data, task, beta)) / len(data)
 
 
 @dataclass
