@@ -29,7 +29,6 @@ import numpy as np
 
 from satsim.engine.simulator import Simulator
 from satsim.errors import SatsimError
-from satsim.model.respec import map_named
 from satsim.model.scaling import scale_spec
 from satsim.model.spec import ModelSpec
 from satsim.reference.attention import class_count
@@ -247,7 +246,12 @@ def first_changes(spec: ModelSpec, strings: Sequence[Sequence[str]], grid: Seque
     strings as the soft model does (at the scored positions); None where no value of the grid
     changes them. The grid is run in order and each bin stops at its first change.
     """
-    judge = _Judge(spec, strings, scored_from)
+    return _first_changes(_Judge(spec, strings, scored_from), grid, simulator_at)
+
+
+def _first_changes(judge: _Judge, grid: Sequence[float],
+                   simulator_at: Callable[[float], Simulator]) -> tuple[float | None, ...]:
+    """:func:`first_changes` against answers already judged (the soft run made once)."""
     first: list[float | None] = [None] * len(judge.strings)
     for value in grid:
         open_bins = [i for i, found in enumerate(first) if found is None]
@@ -262,9 +266,7 @@ def first_changes(spec: ModelSpec, strings: Sequence[Sequence[str]], grid: Seque
 
 def sublayers(spec: ModelSpec) -> list[str]:
     """The model's parameter groups in order: each tensor name without its last part."""
-    names: list[str] = []
-    map_named(spec, lambda name, array: names.append(name) or array)
-    return list(dict.fromkeys(name.rsplit(".", 1)[0] for name in names))
+    return list(dict.fromkeys(name.rsplit(".", 1)[0] for name in spec.tensors()))
 
 
 def growth_first_changes(spec: ModelSpec, strings: Sequence[str], grid: Sequence[float],
@@ -278,12 +280,12 @@ def growth_first_changes(spec: ModelSpec, strings: Sequence[str], grid: Sequence
     ones whose growth causes the whole model's change.
     """
     wide = spec.astype(np.float64)
+    judge = _Judge(wide, [strings], scored_from)  # the model's own answers, run once
 
     def grown(group: str) -> Callable[[float], Simulator]:
         return lambda c: Simulator(scale_spec(wide, c, {"*": 1 / c, f"{group}.*": 1.0}),
                                    "softmax")
-    return {group: first_changes(wide, [strings], grid, grown(group), scored_from)[0]
-            for group in sublayers(wide)}
+    return {group: _first_changes(judge, grid, grown(group))[0] for group in sublayers(wide)}
 
 
 def harden(spec: ModelSpec, strings: Sequence[Sequence[str]],
