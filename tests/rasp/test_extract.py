@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 import subprocess
 import sys
@@ -23,13 +22,10 @@ from satsim.rasp.extract import (
     seen_classes,
     write_program,
 )
+from tests.support.helpers import every_string
 from tests.support.rasp_programs import brasp_programs, naive_brasp
 
 FAST_EXAMPLES = ("first", "a_before_b", "a_then_b", "tomita4")
-
-
-def _strings(alphabet, max_len):
-    return ["".join(p) for n in range(max_len + 1) for p in itertools.product(alphabet, repeat=n)]
 
 
 @pytest.mark.parametrize("name", FAST_EXAMPLES)
@@ -41,7 +37,7 @@ def test_example_round_trip(name):
     extracted = parse_program(text, "brasp", name)
     # the original program's interpreter is the oracle: short strings all, long ones at random
     rng = random.Random(0)
-    strings = _strings(original.alphabet, 7) + [
+    strings = every_string(original.alphabet, 7) + [
         "".join(rng.choice(original.alphabet) for _ in range(100)) for _ in range(100)]
     meaning, back = interpreter(original), interpreter(extracted)
     assert [back(s) for s in strings] == [meaning(s) for s in strings]
@@ -73,7 +69,7 @@ def test_closure_holds_on_every_engine_row():
             later += [block.mlp.W_in[:, e] for e in range(block.mlp.W_in.shape[1])]
         return np.all(np.stack(later) == 0, axis=0)
 
-    for trace in Simulator(spec).traces(_strings("ab", 5)):
+    for trace in Simulator(spec).traces(every_string("ab", 5)):
         for layer in range(len(spec.blocks) + 1):
             rows = trace.residuals[2 * layer].copy()
             rows[:, position_dims] = 0
@@ -81,7 +77,7 @@ def test_closure_holds_on_every_engine_row():
                 rows[:, unread(layer)] = 0
             known = {c.tobytes() for c in extraction.classes[layer]}
             assert all(row.tobytes() in known for row in rows)
-    seen = seen_classes(extraction, _strings("ab", 5))
+    seen = seen_classes(extraction, every_string("ab", 5))
     assert all(1 <= s <= len(c) for s, c in zip(seen, extraction.classes))
 
 
@@ -126,7 +122,7 @@ def test_star_free_language_round_trip(name):
     language = languages.get(name)
     spec = compile_program(parse_program(star_free_program(name), "brasp", name), name)
     back = interpreter(parse_program(write_program(extract(spec)), "brasp", name))
-    strings = _strings(language.alphabet, 8)
+    strings = every_string(language.alphabet, 8)
     assert [back(s) for s in strings] == [language.contains(s) for s in strings]
 
 
@@ -140,7 +136,7 @@ def test_tolerant_hard_heads_within_the_margin_are_certified_beyond_it_refused()
     spec = compile_program(read_program("examples/a_before_b.brasp"))
     narrow = _with_kind(spec, "tolerant-hard", 0.5)  # scores are integers: a gap of 1
     text = write_program(extract(narrow))
-    assert check_program(narrow, text, _strings("ab", 6)) == []
+    assert check_program(narrow, text, every_string("ab", 6)) == []
     with pytest.raises(NotExtractable, match="within the tie tolerance|neither tied nor"):
         extract(_with_kind(spec, "tolerant-hard", 1.5))
 
@@ -166,7 +162,7 @@ def test_random_programs_compiled_then_extracted_mean_what_they_meant(text):
         return
     back = parse_program(write_program(extraction), "brasp")
     original = parse_program(text, "brasp")
-    for string in _strings("ab", 5):
+    for string in every_string("ab", 5):
         assert brasp_accepts(back, string) == naive_brasp(original, string), string
 
 
@@ -181,6 +177,6 @@ def test_dead_dimensions_let_a_bounded_dyck_model_close():
     extraction = extract(spec)
     assert max(len(c) for c in extraction.classes) < 50
     back = interpreter(parse_program(write_program(extraction), "brasp"))
-    strings = _strings(language.alphabet, 5)
+    strings = every_string(language.alphabet, 5)
     assert [back(s) for s in strings] == [language.contains(s) for s in strings]
     assert any(language.contains(s) for s in strings)

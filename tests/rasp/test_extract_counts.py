@@ -16,13 +16,10 @@ from hypothesis import strategies as st
 from satsim.rasp import compile_program, interpreter, parse_program, read_program
 from satsim.rasp.extract import NotExtractable, check_program
 from satsim.rasp.extract_counts import extract_counts
+from tests.support.helpers import every_string
 from tests.support.rasp_programs import crasp_programs, naive_crasp
 
 CRASP_EXAMPLES = ("majority", "dyck1", "anbn", "affine")
-
-
-def _strings(alphabet, max_len):
-    return ["".join(p) for n in range(max_len + 1) for p in itertools.product(alphabet, repeat=n)]
 
 
 @pytest.mark.parametrize("name", CRASP_EXAMPLES)
@@ -35,7 +32,7 @@ def test_crasp_example_round_trip(name):
     # long strings near balance, where the comparisons turn
     long = ["".join(rng.choice(original.alphabet) for _ in range(rng.randrange(50, 300)))
             for _ in range(100)]
-    strings = _strings(original.alphabet, 8) + long
+    strings = every_string(original.alphabet, 8) + long
     meaning, back = interpreter(original), interpreter(extracted)
     assert [back(s) for s in strings] == [meaning(s) for s in strings]
     assert sum(map(meaning, strings)) > 0  # the check sees both answers
@@ -61,7 +58,7 @@ def test_random_crasp_programs_compiled_then_extracted_mean_what_they_meant(text
         assert "more than" in str(refusal)
         return
     back = interpreter(parse_program(extraction.text, "crasp"))
-    for string in _strings("ab", 6):
+    for string in every_string("ab", 6):
         assert back(string) == naive_crasp(original, string), string
 
 

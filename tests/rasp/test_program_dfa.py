@@ -3,7 +3,6 @@ interpreter and the loops of its definitions; DFA equivalence of extracted progr
 
 from __future__ import annotations
 
-import itertools
 import re
 
 import pytest
@@ -15,13 +14,10 @@ from satsim.rasp import compile_program, interpreter, parse_program, read_progra
 from satsim.rasp.automata import decide, language_dfa
 from satsim.rasp.extract import extract, write_program
 from satsim.rasp.program_dfa import brasp_dfa, equivalent
+from tests.support.helpers import every_string
 from tests.support.rasp_programs import brasp_programs, naive_brasp
 
 PAST_LOOKING = ("first", "a_before_b", "tomita4")
-
-
-def _strings(alphabet, max_len):
-    return ["".join(p) for n in range(max_len + 1) for p in itertools.product(alphabet, repeat=n)]
 
 
 @pytest.mark.parametrize("name", PAST_LOOKING)
@@ -29,8 +25,8 @@ def test_example_dfa_is_the_program_and_the_extracted_one_is_equivalent(name):
     original = read_program(f"examples/{name}.brasp")
     dfa = brasp_dfa(original)
     meaning = interpreter(original)
-    assert [dfa.accepts(s) for s in _strings(original.alphabet, 10)] == \
-        [meaning(s) for s in _strings(original.alphabet, 10)]
+    assert [dfa.accepts(s) for s in every_string(original.alphabet, 10)] == \
+        [meaning(s) for s in every_string(original.alphabet, 10)]
     back = parse_program(write_program(extract(compile_program(original))), "brasp")
     assert equivalent(brasp_dfa(back), dfa) is None
     assert decide(dfa).star_free
@@ -46,7 +42,7 @@ def test_equivalent_returns_a_shortest_string_that_tells_them_apart():
     first, before = (read_program(f"examples/{n}.brasp") for n in ("first", "tomita4"))
     witness = equivalent(brasp_dfa(first), brasp_dfa(before))
     assert interpreter(first)(witness) != interpreter(before)(witness)
-    shorter = _strings("01", len(witness) - 1)
+    shorter = every_string("01", len(witness) - 1)
     assert all(interpreter(first)(s) == interpreter(before)(s) for s in shorter)
 
 
@@ -64,7 +60,7 @@ def test_random_past_programs_dfa_agrees_with_the_definitions(text):
     """Every attention turned to j < i: the DFA is always built and means the program."""
     program = parse_program(_MASK.sub(r"\1(j < i,", text), "brasp")
     dfa = brasp_dfa(program)
-    for string in _strings("ab", 6):
+    for string in every_string("ab", 6):
         assert dfa.accepts(string) == naive_brasp(program, string), string
 
 
@@ -78,7 +74,7 @@ def test_random_programs_dfa_is_refused_or_right(text):
     except SatsimError as refusal:
         assert "looks at the future" in str(refusal)
         return
-    for string in _strings("ab", 6):
+    for string in every_string("ab", 6):
         assert dfa.accepts(string) == naive_brasp(program, string), string
 
 

@@ -1,8 +1,6 @@
 """C-RASP and B-RASP: parse errors, the interpreters against naive loops, and compiled models
 against the interpreters on random programs (every short string, and long ones)."""
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,12 +17,9 @@ from satsim.rasp import (
     read_program,
 )
 from satsim.rasp.verify import random_strings
+from tests.support.helpers import every_string
 from tests.support.paths import EXAMPLES
 from tests.support.rasp_programs import brasp_programs, crasp_programs, naive_brasp, naive_crasp
-
-
-def strings_up_to(alphabet, n):
-    return ["".join(t) for k in range(n + 1) for t in itertools.product(alphabet, repeat=k)]
 
 
 @pytest.mark.parametrize(("language", "text", "message"), [
@@ -92,7 +87,7 @@ def test_python_syntax_that_is_not_the_language_is_refused():
 @given(text=crasp_programs(alphabet="abc"), seed=st.integers(0, 1000))
 def test_the_crasp_interpreter_is_the_naive_meaning(text, seed):
     program = parse_program(text, "crasp")
-    strings = strings_up_to("abc", 4) + random_strings(("a", "b", "c"), 4, 60, seed)
+    strings = every_string("abc", 4) + random_strings(("a", "b", "c"), 4, 60, seed)
     meaning = interpreter(program)
     for string in strings:
         assert meaning(string) == naive_crasp(program, string), (text, string)
@@ -102,7 +97,7 @@ def test_the_crasp_interpreter_is_the_naive_meaning(text, seed):
 @given(text=brasp_programs(alphabet="abc"), seed=st.integers(0, 1000))
 def test_the_brasp_interpreter_is_the_naive_meaning(text, seed):
     program = parse_program(text, "brasp")
-    strings = strings_up_to("abc", 4) + random_strings(("a", "b", "c"), 4, 40, seed)
+    strings = every_string("abc", 4) + random_strings(("a", "b", "c"), 4, 40, seed)
     meaning = interpreter(program)
     for string in strings:
         assert meaning(string) == naive_brasp(program, string), (text, string)
@@ -114,7 +109,7 @@ def check_compiled(text: str, language: str, seed: int, long: int = 2000) -> Non
     spec = compile_program(program)
     assert program_of(spec) == program
     alphabet = program.alphabet
-    strings = strings_up_to(alphabet, 6) + random_strings(alphabet, 6, long, seed)
+    strings = every_string(alphabet, 6) + random_strings(alphabet, 6, long, seed)
     meaning = interpreter(program)
     got = Simulator(spec).accepts(strings)
     want = np.array([meaning(s) for s in strings])
@@ -143,7 +138,7 @@ def test_the_reference_forward_pass_agrees_with_the_simulator_on_compiled_models
                             'default=False)\naccept = rightmost(j < i, x[j], not x[i], '
                             'default=True)\n', "brasp")]:
         spec = compile_program(parse_program(text, language))
-        strings = strings_up_to("ab", 5)
+        strings = every_string("ab", 5)
         simulated = Simulator(spec).accepts(strings)
         for string, decision in zip(strings, simulated):
             assert (forward(spec, string).logits[0] > 0) == decision

@@ -1,6 +1,5 @@
 """Regular expressions and user automata: against Python's re and a brute-force monoid."""
 
-import itertools
 import json
 import re
 
@@ -22,15 +21,12 @@ from satsim.rasp.regular import (
     dfa_program,
     regex_language,
 )
+from tests.support.helpers import every_string
 
 ABC = "abc"
 
 
-def words(alphabet, max_len):
-    return ["".join(t) for n in range(max_len + 1) for t in itertools.product(alphabet, repeat=n)]
-
-
-WORDS8 = words(ABC, 8)
+WORDS8 = every_string(ABC, 8)
 
 # Each strategy draws an expression twice: in satsim's syntax and, written here independently of
 # the parser, in Python's re syntax.
@@ -76,7 +72,7 @@ def test_the_minimal_dfa_of_an_expression_is_pythons_re_on_every_string_to_lengt
     (r"a\+b", r"a\+b"), ("a\\ b", "a b")])
 def test_written_expressions_mean_what_docs_regular_says(ours, python):
     language = regex_language(ours)
-    for word in words(language.alphabet, 6):
+    for word in every_string(language.alphabet, 6):
         assert language.dfa.accepts(word) == (re.fullmatch(python, word) is not None), word
         assert language.contains(word) == language.dfa.accepts(word)
 
@@ -105,12 +101,12 @@ def test_the_alphabet_is_the_symbols_used_or_the_one_given():
 # n symbols, the monoid by closure on the classes, and x^m = x^(m+1) tested with m past n.
 def brute_force(dfa):
     n = dfa.states
-    tests = words(dfa.alphabet, n)
+    tests = every_string(dfa.alphabet, n)
 
     def signature(q):
         return tuple(_run(dfa, q, w) in dfa.accepting for w in tests)
 
-    reachable = {_run(dfa, dfa.start, w) for w in words(dfa.alphabet, n)}
+    reachable = {_run(dfa, dfa.start, w) for w in every_string(dfa.alphabet, n)}
     classes = {}
     for q in sorted(reachable):
         classes.setdefault(signature(q), len(classes))
@@ -161,7 +157,7 @@ def test_star_freeness_of_random_automata_matches_a_brute_force_monoid(tmp_path_
     aperiodic, states, size = brute_force(dfa_from_json(data))
     assert (verdict.star_free, verdict.dfa_states, verdict.monoid_size) == \
         (aperiodic, states, size)
-    for word in words(language.alphabet, 5):
+    for word in every_string(language.alphabet, 5):
         assert language.dfa.accepts(word) == language.contains(word)
     # the same automaton in automata-lib's shape and as a networkx graph
     shaped = {"states": data["states"], "input_symbols": list(data["alphabet"]),
@@ -173,7 +169,7 @@ def test_star_freeness_of_random_automata_matches_a_brute_force_monoid(tmp_path_
                          for a, t in moves.items())
     as_graph = dfa_from_graph(graph, data["start"], alphabet=data["alphabet"])
     for other in (dfa_from_json(shaped), as_graph):
-        for word in words(other.alphabet, 5):
+        for word in every_string(other.alphabet, 5):
             assert other.accepts(word) == language.contains(word)
 
 
@@ -199,7 +195,7 @@ def test_the_suites_own_graphs_read_as_networkx_automata_decide_as_the_suite_doe
     for name in ["tomita3", "tomita4", "first", "even-pairs"]:
         graph = languages.get(name).graph  # edges keyed by symbol, "accept", graph["start"]
         dfa = dfa_from_graph(graph)
-        for word in words(dfa.alphabet, 6):
+        for word in every_string(dfa.alphabet, 6):
             assert dfa.accepts(word) == languages.get(name).contains(word)
         mine = decide_user(UserLanguage(name, dfa_minimised(dfa), dfa.accepts))
         assert mine == decide_language(name)
@@ -276,7 +272,7 @@ def test_the_batch_refuses_what_passes_a_bound_and_goes_on():
     rows = list(run_batch(["(a+b)*c", slow, "(aa)*", "a+", "b?c"], settings_, jobs=2))
     assert [row["expression"] for row in rows] == ["(a+b)*c", slow, "(aa)*", "a+", "b?c"]
     assert rows[0]["star_free"] and rows[0]["check"]["wrong"] == 0
-    assert rows[0]["check"]["strings"] == len(words(ABC, 6))
+    assert rows[0]["check"]["strings"] == len(every_string(ABC, 6))
     assert rows[1]["refused"] in ("took more than 0.3 s of CPU time", "took more than 3 s")
     assert rows[2]["star_free"] is False and rows[2]["witness"] == {"word": "a", "period": 2}
     assert "column 3" in rows[3]["refused"]

@@ -1,7 +1,6 @@
 """Star-freeness of the suite's regular languages, checked on the languages themselves, and the
 automatic B-RASP compilation of every star-free one, checked against its oracle."""
 
-import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -21,6 +20,7 @@ from satsim.rasp import (
 )
 from satsim.rasp import star_free_program as program_text
 from satsim.rasp.automata import language_dfa, minimal_dfa
+from tests.support.helpers import every_string
 from tests.support.paths import REPO
 
 SMALL = 100
@@ -32,10 +32,6 @@ COMPILED_HERE = 20
 10⁵–10⁶ parameters; they are checked in docs/rasp.md, not in CI."""
 STAR_FREE = [name for name in REGULAR if decide_language(name).star_free
              and language_dfa(languages.get(name)).states <= COMPILED_HERE]
-
-
-def words(alphabet, max_len):
-    return ["".join(t) for n in range(max_len + 1) for t in itertools.product(alphabet, repeat=n)]
 
 
 def longest_within(alphabet, count, most=8):
@@ -70,7 +66,7 @@ def test_the_decision_holds_on_the_language_itself(name):
     language = languages.get(name)
     decision = decide_language(name)
     big = decision.dfa_states + 2  # past every index of the monoid
-    short = words(language.alphabet, longest_within(language.alphabet, 50))
+    short = every_string(language.alphabet, longest_within(language.alphabet, 50))
     before, after = reaching_words(language_dfa(language))  # contexts that reach every state
     prefixes, suffixes = before[:16] + short, after[:16] + short
 
@@ -80,7 +76,7 @@ def test_the_decision_holds_on_the_language_itself(name):
 
     if decision.star_free:
         assert decision.witness is None
-        short = words(language.alphabet, longest_within(language.alphabet, 100))
+        short = every_string(language.alphabet, longest_within(language.alphabet, 100))
         assert not any(differs(w) for w in short if w)
     else:
         assert differs(decision.witness)
@@ -96,7 +92,7 @@ def test_the_minimal_dfa_accepts_the_language_with_no_fewer_states():
     for name in REGULAR:
         language = languages.get(name)
         dfa = language_dfa(language)
-        for word in words(language.alphabet, 6 if len(language.alphabet) <= 3 else 3):
+        for word in every_string(language.alphabet, 6 if len(language.alphabet) <= 3 else 3):
             assert dfa.accepts(word) == language.contains(word)
         again = minimal_dfa(dfa.alphabet, np.array(dfa.delta), dfa.start,
                             np.array([q in dfa.accepting for q in range(dfa.states)]))
@@ -210,7 +206,7 @@ def test_the_nesting_program_of_a_bounded_dyck_language_is_the_language(name):
     program = parse_program(program_text(name), "brasp", name)
     assert sum(d.name.startswith("ahead") for d in program.definitions) == language.max_depth
     meaning = interpreter(program)
-    short = words(language.alphabet, 5 if len(language.alphabet) > 4 else 6)
+    short = every_string(language.alphabet, 5 if len(language.alphabet) > 4 else 6)
     strings = short + near_the_bound(language, 300, seed=len(name))
     want = [language.contains(s) for s in strings]
     assert 30 < sum(want) < len(strings) - 30

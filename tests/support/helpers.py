@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -215,3 +216,8 @@ def leaf_commands(group=None, prefix: tuple[str, ...] = ()):
             yield from leaf_commands(command, (*prefix, name))
         else:
             yield (*prefix, name), command
+
+
+def every_string(alphabet, max_len: int) -> list[str]:
+    """Every string of length 0..max_len over ``alphabet``, shortest first (a brute-force set)."""
+    return ["".join(t) for n in range(max_len + 1) for t in itertools.product(alphabet, repeat=n)]
