@@ -14,9 +14,9 @@ from satsim.model.io import load_spec
 from satsim.soft import SoftTransformer
 from satsim.training.checkpoint import spec_path
 from satsim.training.config import TrainConfig
-from satsim.training.group import train_group
 from satsim.training.loop import Trainer, accuracy, train
 from satsim.training.stacked import Layout, stacked_forward
+from tests.support.training import stacked_beside_alone, weights
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 BASE = {"lang": "majority", "task": "recognition", "split": "flare", "positional": "sinusoidal",
@@ -24,11 +24,6 @@ BASE = {"lang": "majority", "task": "recognition", "split": "flare", "positional
         "train_size": 60, "eval_size": 20, "steps": 40, "checkpoint_every": 20,
         "log_every": 20, "probe_size": 2, "dtype": "float64", "device": "cpu", "seed": 5,
         "lr": 1e-2}
-
-
-def flat(path) -> np.ndarray:
-    tensors = load_spec(str(path)).tensors()
-    return np.concatenate([np.ravel(tensors[key]) for key in sorted(tensors)])
 
 
 def test_beta_grows_geometrically_from_one_to_attention_beta():
@@ -72,8 +67,8 @@ def test_a_resumed_annealed_run_ends_where_the_whole_run_ends(tmp_path):
         (resumed / "checkpoints" / name).write_bytes(
             (tmp_path / "whole" / "checkpoints" / name).read_bytes())
     train(config, resumed, resume=True, notice=lambda message: None)
-    assert np.array_equal(flat(tmp_path / "whole" / "final.safetensors"),
-                          flat(resumed / "final.safetensors"))
+    assert np.array_equal(weights(tmp_path / "whole" / "final.safetensors"),
+                          weights(resumed / "final.safetensors"))
 
 
 def test_the_stacked_forward_multiplies_each_models_scores_by_its_beta(tmp_path):
@@ -103,13 +98,9 @@ def test_runs_with_their_own_betas_in_one_stack_follow_their_runs_alone(tmp_path
     group = [TrainConfig.from_dict({**BASE, "optimizer": "sgd", "lr": 0.1, **member})
              for member in ({"attention_beta": 1.0}, {"attention_beta": 4.0, "seed": 6},
                             {"attention_beta": 100.0, "seed": 7, "steps": 30})]
-    train_group(group, [tmp_path / f"group{i}" for i in range(len(group))])
-    for index, config in enumerate(group):
-        train(config, tmp_path / f"alone{index}")
-        a = flat(tmp_path / f"alone{index}" / "final.safetensors")
-        b = flat(tmp_path / f"group{index}" / "final.safetensors")
+    for a, b in stacked_beside_alone(group, tmp_path):
         assert np.linalg.norm(a - b) <= 1e-12 * np.linalg.norm(a)
     plain = TrainConfig.from_dict({**group[2].to_dict(), "attention_beta": 1.0})
     train(plain, tmp_path / "plain")
-    assert not np.allclose(flat(tmp_path / "plain" / "final.safetensors"),
-                           flat(tmp_path / "alone2" / "final.safetensors"))
+    assert not np.allclose(weights(tmp_path / "plain" / "final.safetensors"),
+                           weights(tmp_path / "alone2" / "final.safetensors"))

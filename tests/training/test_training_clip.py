@@ -4,22 +4,16 @@ gradient scaled to the norm asked for, alone and in a stack."""
 import numpy as np
 import pytest
 
-from satsim.model.io import load_spec
 from satsim.training.config import TrainConfig
-from satsim.training.group import train_group
 from satsim.training.loop import Trainer, train
 from satsim.training.objective import loss_and_correct
+from tests.support.training import stacked_beside_alone, weights
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 BASE = {"lang": "majority", "task": "recognition", "split": "flare", "positional": "sinusoidal",
         "layers": 1, "d_model": 8, "heads": 2, "d_head": 4, "d_mlp": 8, "batch_size": 16,
         "train_size": 60, "eval_size": 10, "checkpoint_every": 20, "log_every": 20,
         "probe_size": 2, "dtype": "float64", "device": "cpu", "seed": 5}
-
-
-def flat(path) -> np.ndarray:
-    tensors = load_spec(str(path)).tensors()
-    return np.concatenate([np.ravel(tensors[key]) for key in sorted(tensors)])
 
 
 @pytest.mark.parametrize("clip_norm", [0.0, 1e-3, 1e6])
@@ -37,20 +31,16 @@ def test_one_sgd_step_moves_theta_by_the_gradient_scaled_to_the_clip_norm(tmp_pa
     norm = float(np.sqrt(np.sum(grad**2)))
     scale = 1.0 if clip_norm == 0 else min(1.0, clip_norm / (norm + 1e-6))
     assert (scale < 1) == (clip_norm == 1e-3)  # the tiny limit clips, the others do not
-    assert np.allclose(flat(tmp_path / "run" / "final.safetensors"),
+    assert np.allclose(weights(tmp_path / "run" / "final.safetensors"),
                        theta - 0.1 * scale * grad, rtol=0, atol=1e-12)
 
 
 def test_runs_with_their_own_clip_norms_in_one_stack_follow_their_runs_alone(tmp_path):
     group = [TrainConfig.from_dict({**BASE, "steps": 40, "lr": 1e-2, **member}) for member in (
         {"clip_norm": 0.0}, {"clip_norm": 0.05, "seed": 6}, {"clip_norm": 1e-3, "seed": 7})]
-    train_group(group, [tmp_path / f"group{i}" for i in range(len(group))])
-    for index, config in enumerate(group):
-        train(config, tmp_path / f"alone{index}")
-        a = flat(tmp_path / f"alone{index}" / "final.safetensors")
-        b = flat(tmp_path / f"group{index}" / "final.safetensors")
+    for a, b in stacked_beside_alone(group, tmp_path):
         assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
-    clipped = flat(tmp_path / "alone2" / "final.safetensors")
+    clipped = weights(tmp_path / "alone2" / "final.safetensors")
     unclipped = tmp_path / "unclipped"
     train(TrainConfig.from_dict({**group[2].to_dict(), "clip_norm": 0.0}), unclipped)
-    assert not np.allclose(clipped, flat(unclipped / "final.safetensors"))  # clipping acted
+    assert not np.allclose(clipped, weights(unclipped / "final.safetensors"))  # clipping acted

@@ -14,12 +14,12 @@ import pytest
 import torch
 
 from satsim.errors import SatsimError
-from satsim.model.io import load_spec
 from satsim.training.config import TrainConfig
 from satsim.training.group import common_checkpoint, group_key, train_group
 from satsim.training.loop import train
 from satsim.training.stacked_optim import StackedOptimizer
 from tests.support.helpers import stack_sizes
+from tests.support.training import weights
 
 BASE = {"task": "recognition", "split": "flare", "positional": "sinusoidal", "layers": 2,
         "d_model": 8, "heads": 2, "d_head": 4, "d_mlp": 16, "steps": 240, "batch_size": 16,
@@ -44,8 +44,7 @@ def metrics(run):
 
 
 def flat(run, name="final.safetensors"):
-    tensors = load_spec(str(run / name)).tensors()
-    return np.concatenate([np.ravel(tensors[key]) for key in sorted(tensors)])
+    return weights(run / name)
 
 
 @pytest.mark.parametrize("kind", ["adam", "adamw", "sgd"])

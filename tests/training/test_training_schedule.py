@@ -17,6 +17,7 @@ from satsim.training.config import TrainConfig
 from satsim.training.group import train_group
 from satsim.training.loop import Trainer, mean_loss, train
 from satsim.training.schedule import Plateau
+from tests.support.training import weights
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 BASE = {"lang": "majority", "task": "recognition", "split": "flare", "positional": "sinusoidal",
@@ -66,11 +67,6 @@ def monitored(run):
     return [(row["step"], row["monitor_loss"], row["lr"]) for row in rows if "monitor_loss" in row]
 
 
-def flat(path) -> np.ndarray:
-    tensors = load_spec(str(path)).tensors()
-    return np.concatenate([np.ravel(tensors[key]) for key in sorted(tensors)])
-
-
 def test_a_run_decays_its_lr_and_stops_where_its_monitored_losses_say(tmp_path):
     config = TrainConfig.from_dict(BASE)
     result = train(config, tmp_path / "run")
@@ -92,8 +88,8 @@ def test_a_run_decays_its_lr_and_stops_where_its_monitored_losses_say(tmp_path):
     assert first_stop(losses, 4) is None
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["steps"] == result.steps
-    assert np.array_equal(flat(tmp_path / "run" / "final.safetensors"),
-                          flat(spec_path(tmp_path / "run", result.steps)))
+    assert np.array_equal(weights(tmp_path / "run" / "final.safetensors"),
+                          weights(spec_path(tmp_path / "run", result.steps)))
 
 
 def test_runs_with_the_schedule_in_a_stack_follow_their_runs_alone_and_leave_when_they_stop(
@@ -106,8 +102,8 @@ def test_runs_with_the_schedule_in_a_stack_follow_their_runs_alone_and_leave_whe
         alone = train(config, tmp_path / f"alone{index}")
         assert results[index].steps == alone.steps
         steps.append(alone.steps)
-        a = flat(tmp_path / f"alone{index}" / "final.safetensors")
-        b = flat(tmp_path / f"group{index}" / "final.safetensors")
+        a = weights(tmp_path / f"alone{index}" / "final.safetensors")
+        b = weights(tmp_path / f"group{index}" / "final.safetensors")
         assert np.linalg.norm(a - b) <= 1e-10 * np.linalg.norm(a)
         for one, two in zip(monitored(tmp_path / f"alone{index}"),
                             monitored(tmp_path / f"group{index}"), strict=True):
@@ -123,8 +119,8 @@ def test_a_resumed_run_rebuilds_its_schedule_and_ends_as_the_uninterrupted_run(t
     parts = train(config, tmp_path / "parts", resume=True)
     assert parts.steps == whole.steps
     assert monitored(tmp_path / "parts") == monitored(tmp_path / "whole")
-    assert np.array_equal(flat(tmp_path / "parts" / "final.safetensors"),
-                          flat(tmp_path / "whole" / "final.safetensors"))
+    assert np.array_equal(weights(tmp_path / "parts" / "final.safetensors"),
+                          weights(tmp_path / "whole" / "final.safetensors"))
 
 
 @pytest.mark.parametrize("change, message", [
