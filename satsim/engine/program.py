@@ -57,14 +57,18 @@ class FusedModel:
     general_paths: bool
 
 
-def starts_with_general_paths(known: np.ndarray) -> bool:
+def starts_with_general_paths(known: np.ndarray, compiled: bool = False) -> bool:
     """Whether a model with these head paths (-1: unknown) should run the full kernel first.
 
     A model with a head whose path is known by construction (a counting head, as hand-built
     models have) is expected to need the fast paths only; a model with heads none of which is
-    known (a trained one) is expected to need the general ones. A wrong guess costs time only.
+    known (a trained one) is expected to need the general ones, and so is a ``compiled`` program
+    with a head not known: its other heads compare counts or pick positions, which takes the
+    key-class or per-query path (every example program does on strings up to length 5). A wrong
+    guess costs time only: the compile of a variant the strings do not need.
     """
-    return bool(len(known)) and not bool((known >= 0).any())
+    unknown = bool((known < 0).any())
+    return unknown and (compiled or not bool((known >= 0).any()))
 
 
 def fuse(spec: ModelSpec) -> FusedModel | None:
@@ -157,7 +161,8 @@ def fuse(spec: ModelSpec) -> FusedModel | None:
         spec=spec, W_E=np.array(spec.W_E), params=np.concatenate(chunks),
         reals=np.array(reals + [0.0]), program=program, known=np.array(known + [0], np.int64),
         head_masks=np.array(head_masks + [0], np.int64), dims=dims,
-        general_paths=starts_with_general_paths(np.array(known, np.int64)),
+        general_paths=starts_with_general_paths(np.array(known, np.int64),
+                                                bool(spec.source)),
     )
 
 

@@ -277,6 +277,27 @@ def test_fast_variant_first_then_the_strings_it_cannot_finish_in_the_full_one(mo
     assert fuse(random_spec(6)).general_paths  # no head known by construction: full first
 
 
+@pytest.mark.parametrize("example", ["dyck1.crasp", "majority.crasp", "tomita4.brasp"])
+def test_a_compiled_program_with_a_comparing_head_starts_in_the_full_variant(example, monkeypatch):
+    from pathlib import Path
+
+    from satsim.engine.kernels import fused
+    from satsim.rasp import compile_program, read_program
+
+    path = Path(__file__).resolve().parents[2] / "examples" / example
+    spec = compile_program(read_program(str(path)), "example")
+    model = fuse(spec)
+    assert (model.known[:-1] < 0).any() and model.general_paths
+    monkeypatch.setattr(fused, "forward_fast_paths", None)  # never called
+    simulator = Simulator(spec)
+    strings = ["", "".join(spec.alphabet) * 3]
+    ids, starts, lengths = simulator.encode_all(strings)
+    logits, status = forward_fused(model, ids, starts, lengths, simulator.settings)
+    assert status.tolist() == [0, 0]
+    assert_same(list(logits), batch_logits(spec, strings))
+    assert not fuse(constructions.build("dyck1")).general_paths  # hand-built: fast paths first
+
+
 def test_logits_accepts_and_next_symbols_take_the_fused_path(monkeypatch):
     import satsim.engine.simulator as simulator_module
 
