@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from satsim.engine.kernels.second_process import wait_beside
 from satsim.model.architecture import Backend, Branch, Step, position_term, run
 from satsim.model.encoding import encode
 from satsim.model.masks import mask_codes
@@ -27,6 +28,7 @@ from satsim.model.scaling import Rates, rated
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.reference.forward import ACTIVATION_FUNCTIONS
 from satsim.saturation.kernels.expansion import PREFIX_CLASSES, expanded_attention
+from satsim.saturation.kernels_beside import NAME
 from satsim.saturation.reference import HeadLimit
 from satsim.saturation.series import (
     NO_DEGREE,
@@ -146,6 +148,7 @@ def limit_attention(q: Series, k: Series, v: Series, scale: float, masks: Sequen
     kept = orders if not math.isfinite(floor) else max(1, min(orders, 1 - int(floor)))
     classes, reps = _row_classes(k_terms)
     query_classes, _ = _row_classes(q_terms)
+    wait_beside(NAME)  # where a second process compiles the kernel
     z, lead_size, size, split_at, unresolved, moved, lower_agree = expanded_attention(
         q_terms, q_live, k_terms, k_live, v_terms, v_live, classes, reps, query_classes, top,
         float(floor), low, float(scale), mask_codes(masks), kept, TOL, SCORE_CACHE)

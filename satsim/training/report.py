@@ -239,8 +239,10 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     import languages
     from satsim.analysis.head_roles import roles_from_tie_sizes
     from satsim.analysis.strings import test_set
+    from satsim.engine.kernels.second_process import wait_beside
     from satsim.engine.resources import check_memory, strings_bytes
     from satsim.saturation import limit
+    from satsim.saturation.kernels_beside import NAME, limit_kernels_beside
     from satsim.saturation.signs import LimitPredictor, limit_tie_sizes
 
     if n < 1 or roles_n < 1:
@@ -255,6 +257,9 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     check_memory(strings_bytes(roles_n, sum(bins[0]) / 2),
                  f"--roles-n {roles_n:,} strings of up to {bins[0][1]:,} symbols",
                  "lower --roles-n")
+    # the limit's kernels compile in a second process meanwhile, where they are cold
+    limit_kernels_beside(f"from {__name__} import load_run\n"
+                          f"model = load_run({str(run.path)!r}).final", language.alphabet[0] * 2)
     limit_spec = limit(run.final)
     saturated = LimitPredictor(run.final)
     tell = progress or (lambda line: None)
@@ -274,6 +279,7 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     else:
         notes.append(f"no head roles: the first bin is longer than the model reads ({high})")
     roles = roles_from_tie_sizes(limit_tie_sizes(run.final, strings)) if strings else []
+    wait_beside(NAME)  # where no string needed it: no process outlives the report
     tell(f"head roles from {len(strings)} strings")
     notes.append(saturated.note())
     return Report(run, fit_growth(*run.series("norm")), _fits(run.named_series("norm_layers")),

@@ -9,7 +9,15 @@ import sys
 import pytest
 
 from satsim.engine import kernels
-from satsim.engine.kernels import classes, fused, layers, parallel_compile, queries, tiles
+from satsim.engine.kernels import (
+    classes,
+    fused,
+    layers,
+    parallel_compile,
+    queries,
+    second_process,
+    tiles,
+)
 from tests.support.paths import REPO
 
 
@@ -43,9 +51,9 @@ def test_one_cpu_or_a_path_without_parts_starts_no_second_process(monkeypatch):
     def must_not_start(*args, **kwargs):
         raise AssertionError("started a process")
 
-    monkeypatch.setattr(parallel_compile.subprocess, "Popen", must_not_start)
+    monkeypatch.setattr(second_process.subprocess, "Popen", must_not_start)
     assert not parallel_compile.compile_callees("layers", "float32")
-    monkeypatch.setattr(parallel_compile, "_cpus", lambda: 1)
+    monkeypatch.setattr(second_process, "cpus", lambda: 1)
     assert not parallel_compile.compile_callees("fused-fast", "float32")
 
 
@@ -53,8 +61,8 @@ def test_no_second_process_to_start_leaves_the_compile_to_this_one(monkeypatch):
     def cannot_start(*args, **kwargs):
         raise OSError("no interpreter")
 
-    monkeypatch.setattr(parallel_compile, "_cpus", lambda: 2)
-    monkeypatch.setattr(parallel_compile.subprocess, "Popen", cannot_start)
+    monkeypatch.setattr(second_process, "cpus", lambda: 2)
+    monkeypatch.setattr(second_process.subprocess, "Popen", cannot_start)
     assert not parallel_compile.compile_callees("fused-fast", "float32")
 
 

@@ -4,7 +4,8 @@ A second process compiles one part of the callees into Numba's on-disk cache whi
 compiles the rest; the kernel's own compile then loads that part from the cache. Numba compiles
 a kernel's callees one after another inside the kernel's type inference, so this is the one way
 to use a second core for it. For the whole-model kernels (what ``satsim eval``, ``verify`` and
-``compile`` compile), and only when their cache is cold.
+``compile`` compile), and only when their cache is cold
+(:mod:`satsim.engine.kernels.second_process` starts and waits for the process).
 
 Each part is a list of (dispatcher, signature): exactly the specialisations the kernel's own
 compile makes (``tests/engine/test_parallel_compile.py`` holds them to it), so nothing compiles
@@ -14,19 +15,13 @@ twice but a few small shared helpers. Saves to the cache are serialised by a loc
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numba
 import numpy as np
 from numba.core import types
 
-from satsim.engine.kernels import classes, fcntl, queries
+from satsim.engine.kernels import classes, queries
 from satsim.engine.kernels import fused as fk
-
-WAIT_SECONDS = 120
-"""How long this process waits for the second one before compiling without it."""
+from satsim.engine.kernels.second_process import finish, start
 
 
 def _array(dtype, ndim: int = 1):
@@ -103,39 +98,24 @@ def _compile(part: list) -> None:
         dispatcher.compile(signature)
 
 
-def _cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def compile_callees(path: str, dtype) -> bool:
     """Compile the callees of a cold path's kernel here and in a second process at once.
 
-    Return whether it did: not for a path without parts, on one CPU, without a cache lock or
-    when no process can start (then the kernel compiles its callees itself, as before). A
-    second process that fails or takes over WAIT_SECONDS only leaves its part to the kernel's
-    own compile.
+    Return whether it did: not for a path without parts, nor where no second process starts
+    (then the kernel compiles its callees itself, as before). A second process that fails or
+    takes too long only leaves its part to the kernel's own compile.
     """
-    if path not in PARTS or _cpus() < 2 or fcntl is None:
+    if path not in PARTS:
         return False
     own, side = PARTS[path]
-    code = f"from {__name__} import compile_side; compile_side({path!r}, {np.dtype(dtype).name!r})"
-    try:
-        second = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:  # no interpreter to start (an embedded Python): compile here alone
+    second = start(f"from {__name__} import compile_side; "
+                   f"compile_side({path!r}, {np.dtype(dtype).name!r})")
+    if second is None:
         return False
     try:
         _compile(own(dtype))
     finally:
-        try:
-            second.wait(timeout=WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            second.kill()
-            second.wait()
+        finish(second)
     return True
 
 
