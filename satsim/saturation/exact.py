@@ -28,7 +28,6 @@ from satsim.model.scaling import Rates, rated
 from satsim.model.spec import LayerNormSpec, ModelSpec, OutputSpec
 from satsim.reference.forward import ACTIVATION_FUNCTIONS
 from satsim.saturation.kernels.expansion import PREFIX_CLASSES, expanded_attention
-from satsim.saturation.kernels_beside import NAME
 from satsim.saturation.reference import HeadLimit
 from satsim.saturation.series import (
     NO_DEGREE,
@@ -127,6 +126,11 @@ def _row_classes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return classes, reps
 
 
+BESIDE = "saturated limit"
+"""The name of the process that may compile the kernel meanwhile
+(:mod:`satsim.saturation.kernels_beside`)."""
+
+
 def limit_attention(q: Series, k: Series, v: Series, scale: float, masks: Sequence[str],
                     orders: int = ORDERS) -> tuple[HeadLimit, np.ndarray, Series]:
     """Limit attention of one layer, (H, T, e) series in, through the compiled kernel.
@@ -148,7 +152,7 @@ def limit_attention(q: Series, k: Series, v: Series, scale: float, masks: Sequen
     kept = orders if not math.isfinite(floor) else max(1, min(orders, 1 - int(floor)))
     classes, reps = _row_classes(k_terms)
     query_classes, _ = _row_classes(q_terms)
-    wait_beside(NAME)  # where a second process compiles the kernel
+    wait_beside(BESIDE)  # where a second process compiles the kernel
     z, lead_size, size, split_at, unresolved, moved, lower_agree = expanded_attention(
         q_terms, q_live, k_terms, k_live, v_terms, v_live, classes, reps, query_classes, top,
         float(floor), low, float(scale), mask_codes(masks), kept, TOL, SCORE_CACHE)

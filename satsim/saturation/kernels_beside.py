@@ -7,7 +7,7 @@ process compiles the limit's kernels meanwhile: first the tie-value check and th
 score-tile paths, by their signatures (:func:`side_part`, held to what a report compiles by
 ``tests/saturation/test_limit_compile_beside.py``), then the exact expansion by running a model
 through it. This process takes them from the cache; before its first exact expansion it waits
-for the second one (:data:`NAME`).
+for the second one (:data:`satsim.saturation.exact.BESIDE`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,8 @@ from numba.core import types
 
 from satsim.engine.kernels import classes, cold_dispatchers, tiles
 from satsim.engine.kernels.second_process import compile_beside
-from satsim.saturation.kernels.expansion import expanded_attention
+from satsim.saturation.exact import BESIDE, exact_limit, expanded_attention
 from satsim.saturation.kernels.tie_values import tie_value_spread
-
-NAME = "saturated limit"
-"""The second process's name (:func:`satsim.engine.kernels.second_process.wait_beside`)."""
 
 
 def _array(dtype, ndim: int) -> types.Array:
@@ -50,8 +47,6 @@ def side_part() -> list:
 
 def compile_side(model_code: str, string: str) -> None:
     """What the second process runs: :func:`side_part`, then ``string`` through the model."""
-    from satsim.saturation.exact import exact_limit
-
     for dispatcher, signature in side_part():
         dispatcher.compile(signature)
     namespace: dict = {}
@@ -70,5 +65,5 @@ def limit_kernels_beside(model_code: str, string: str) -> bool:
     kernels["expanded_attention"] = expanded_attention
     if not cold_dispatchers(kernels, np.float64):
         return False
-    return compile_beside(NAME, f"from {__name__} import compile_side\n"
+    return compile_beside(BESIDE, f"from {__name__} import compile_side\n"
                                 f"compile_side({model_code!r}, {string!r})")

@@ -242,7 +242,8 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     from satsim.engine.kernels.second_process import wait_beside
     from satsim.engine.resources import check_memory, strings_bytes
     from satsim.saturation import limit
-    from satsim.saturation.kernels_beside import NAME, limit_kernels_beside
+    from satsim.saturation.exact import BESIDE
+    from satsim.saturation.kernels_beside import limit_kernels_beside
     from satsim.saturation.signs import LimitPredictor, limit_tie_sizes
 
     if n < 1 or roles_n < 1:
@@ -279,7 +280,7 @@ def build_report(path: str | Path, bins: Sequence[tuple[int, int]] | None = None
     else:
         notes.append(f"no head roles: the first bin is longer than the model reads ({high})")
     roles = roles_from_tie_sizes(limit_tie_sizes(run.final, strings)) if strings else []
-    wait_beside(NAME)  # where no string needed it: no process outlives the report
+    wait_beside(BESIDE)  # where no string needed it: no process outlives the report
     tell(f"head roles from {len(strings)} strings")
     notes.append(saturated.note())
     return Report(run, fit_growth(*run.series("norm")), _fits(run.named_series("norm_layers")),

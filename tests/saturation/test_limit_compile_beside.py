@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from satsim.engine.kernels import second_process
-from satsim.saturation import kernels_beside
+from satsim.saturation import exact, kernels_beside
 from satsim.training import report as report_module
 from tests.support.helpers import random_spec
 from tests.support.paths import REPO
@@ -77,7 +77,7 @@ def test_a_warm_cache_or_one_cpu_starts_no_second_process(monkeypatch):
     monkeypatch.setattr(kernels_beside, "cold_dispatchers", lambda *args: ["expanded_attention"])
     monkeypatch.setattr(second_process, "cpus", lambda: 1)
     assert not kernels_beside.limit_kernels_beside("model = None", "ab")
-    second_process.wait_beside(kernels_beside.NAME)  # nothing started: returns at once
+    second_process.wait_beside(exact.BESIDE)  # nothing started: returns at once
 
 
 def test_the_report_hands_the_second_process_its_own_model_and_waits_for_it(tmp_path,
@@ -95,4 +95,4 @@ def test_the_report_hands_the_second_process_its_own_model_and_waits_for_it(tmp_
     assert namespace["model"].name == final.name
     assert all(np.array_equal(a, b) for a, b in zip(namespace["model"].tensors().values(),
                                                     final.tensors().values()))
-    assert set(string) <= set(final.alphabet) and waited == [kernels_beside.NAME]
+    assert set(string) <= set(final.alphabet) and waited == [exact.BESIDE]
