@@ -5,14 +5,15 @@ tolerant-hard, from the default tolerance (i.e. saturated) up through :data:`TOL
 stopping at the first width that keeps the decisions; then score-class from the narrowest width
 whose classes per query stay bounded (at most :data:`MAX_CLASSES`, and no more on the last bin
 than on the first: read off the soft model's own queries and keys, no model run, on a fine log
-grid) up through the next bounded widths, stopping at the first that keeps them. A head
-*keeps the decisions* when, with it alone changed, at least :data:`AGREEMENT` of the strings of
-every length bin get the soft model's answer exactly at every scored position (the bins are run
-in order and a head's trial stops at the first bin that fails). Then a greedy search adds heads,
-most faithful first, each with its preferred kind (selector: the tolerant-hard width found;
-else counter: the score-class width found), keeping a head only if the model with every head
-kept so far still agrees on every bin. The result is the hybrid spec, every head's kind fixed
-(soft where none kept).
+grid) up through the next bounded widths and then :data:`ONE_CLASS` (one class: the plain
+counter), stopping at the first that keeps them. A head *keeps the decisions* when, with it
+alone changed, at least :data:`AGREEMENT` of the strings of every length bin get the soft
+model's answer exactly at every scored position (the bins are run in order and a head's trial
+stops at the first bin that fails). Then a greedy search adds heads, most faithful first (with
+``prefer="counter"``, the heads that can be counters first), each with its preferred kind
+(selector: the tolerant-hard width found; else counter: the score-class width found), keeping a
+head only if the model with every head kept so far still agrees on every bin. The result is the
+hybrid spec, every head's kind fixed (soft where none kept).
 
 With ``held_out`` = k, the last k bins are not searched: agreement is required on the others
 only, and the hybrid's agreement on the held-out bins is measured after the search (lengths it
@@ -46,6 +47,11 @@ AGREEMENT = 0.99
 """The per-string agreement with the soft model a hardened head must keep on every bin."""
 MAX_CLASSES = 8
 """The most score classes per query a score-class head may use to count as discrete."""
+ONE_CLASS = 1e6
+"""The score-class width tried last, after the grid: wider than the score range of any query of
+the zoo's models, so that every allowed key falls in one class and the head is the plain
+counter (the uniform mean of its allowed keys' values). The classes are still counted on the
+soft run, as for every width: a query whose scores spread further gets more than one."""
 
 PREFERENCES = ("selector", "counter")
 """Which kind a head that keeps the decisions both ways tries first: tolerant-hard (a selector)
@@ -203,7 +209,8 @@ def _head_options(judge: _Judge, head: Head, widths: Sequence[float], prefer: st
                      if (shares := judge.keeps({head: ("tolerant-hard", width)})) is not None),
                     None)
     counting = None
-    for width in _class_widths(judge, head, widths):
+    one_class = [ONE_CLASS] if _bounded(judge.classes(head, ONE_CLASS, MAX_CLASSES)) else []
+    for width in [*_class_widths(judge, head, widths), *one_class]:
         shares = judge.keeps({head: ("score-class", width)})
         if shares is not None:
             counting = (width, shares, judge.classes(head, width))
@@ -311,7 +318,9 @@ def harden(spec: ModelSpec, strings: Sequence[Sequence[str]],
     for head in heads_of(spec):
         reports[head], options[head] = _head_options(judge, head, widths, prefer)
     kept: dict[Head, Option] = {}
-    order = sorted(options, key=lambda head: -min(reports[head].agreement))
+    # most faithful first; preferring counters, the heads that can be one come first
+    order = sorted(options, key=lambda head: (
+        prefer == "counter" and not reports[head].class_widths, -min(reports[head].agreement)))
     for head in order:
         for option in options[head]:
             if judge.keeps({**kept, head: option}) is not None:

@@ -18,6 +18,7 @@ from satsim.analysis import strings as string_policy
 from satsim.analysis.harden import (
     CLASS_TRIES,
     MAX_CLASSES,
+    ONE_CLASS,
     WIDTHS,
     _class_widths,
     _Judge,
@@ -33,7 +34,7 @@ from satsim.model.respec import map_named
 from satsim.model.settings import AttentionSettings
 from satsim.reference.attention import class_count
 from satsim.reference.forward import forward
-from tests.support.helpers import run_satsim
+from tests.support.helpers import random_spec, run_satsim
 from tests.support.paths import DATA
 
 ZOO = DATA / "zoo"
@@ -213,3 +214,40 @@ def test_preferring_counters_makes_heads_that_keep_the_decisions_both_ways_score
         assert share == np.mean(same) >= 0.99
     with pytest.raises(SatsimError, match="prefer"):
         harden(spec, strings, BINS, prefer="both")
+
+
+class _StubJudge:
+    """Two heads of one layer: (0, 0) keeps the decisions only as a selector (saturated),
+    (0, 1) only as the one-class counter; together they do not."""
+
+    searched = 2
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def classes(self, head, width, stop_above=None):
+        return (1, 1) if width == ONE_CLASS else (9, 12)  # narrower: unbounded
+
+    def keeps(self, options):
+        wanted = {(0, 0): {("tolerant-hard", None), ("saturated", None)},  # tried, then kept
+                  (0, 1): {("score-class", ONE_CLASS)}}
+        fits = all(option in wanted[head] for head, option in options.items())
+        return (1.0, 1.0) if fits and len(options) == 1 else None
+
+    def agreement(self, options, stop_below=None, searched_only=True):
+        return (1.0, 1.0) if self.keeps(options) or not options else (0.5, 0.5)
+
+
+def test_a_head_that_only_the_plain_counter_keeps_is_score_class_with_one_class(monkeypatch):
+    import satsim.analysis.harden as harden_module
+
+    monkeypatch.setattr(harden_module, "_Judge", _StubJudge)
+    spec = random_spec(0, n_layers=1, n_heads=2)
+    selectors = harden(spec, [["ab"], ["abab"]], BINS)
+    counters = harden(spec, [["ab"], ["abab"]], BINS, prefer="counter")
+    # alone, each head keeps the decisions in one way; most faithful first (a tie: layer order)
+    # keeps the selector, counters first keeps the counter, and the other head stays soft
+    assert [(h.kind, h.delta, h.classes) for h in selectors.heads] == [
+        ("saturated", None, ()), ("soft", None, ())]
+    assert [(h.kind, h.delta, h.classes, h.role) for h in counters.heads] == [
+        ("soft", None, (), "soft"), ("score-class", ONE_CLASS, (1, 1), "counter")]
