@@ -145,6 +145,21 @@ def test_score_class_with_every_score_its_own_class_is_softmax(scores, seed):
                           exact_softmax)
 
 
+@MODEST
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=12),
+       st.lists(st.sampled_from([0.0, 1.0, -3.0, 0.25, 1e3, 2.0**-30]), min_size=12,
+                max_size=12))
+def test_score_class_at_one_class_is_the_exact_mean_of_the_values(scores, values):
+    from satsim.analysis.harden import ONE_CLASS
+
+    scores, values = np.array(scores), np.array(values[: len(scores)])
+    expected = float(sum(Fraction(float(x)) for x in values) / len(values))
+    engine, reference = _run("score-class", scores, values, width=ONE_CLASS)
+    assert engine == pytest.approx(expected, rel=1e-14, abs=1e-14)
+    assert reference == pytest.approx(expected, rel=1e-14, abs=1e-14)
+    assert ref.class_count(np.ones((1, 1)), scores[:, None], width=ONE_CLASS, scale=1.0)[0] == 1
+
+
 def _with_kinds(spec, kinds, deltas):
     """``spec`` with every layer's heads given these kinds and widths."""
     blocks = tuple(replace(block, attn=replace(block.attn, kind=kinds, delta=deltas))
