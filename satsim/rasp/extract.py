@@ -168,15 +168,32 @@ class _Scores:
         """The key's class part kc·W_K + b_K."""
         return kc @ self.wk + self.bk
 
-    def tolerance(self, n: float, q, keys: list[np.ndarray]) -> float:
-        """A bound on the tie width at n tokens: |M| bounded term by term (i, j <= n)."""
+    def _key_parts(self, keys: list[np.ndarray]) -> list[np.ndarray]:
+        """:meth:`key` of every class, computed once for the list every query class reads."""
+        if getattr(self, "_keys", None) is not keys:
+            self._keys, self._parts = keys, [self.key(k) for k in keys]
+        return self._parts
+
+    def tolerances(self, lengths: tuple[float, ...], q, keys: list[np.ndarray]
+                   ) -> dict[float, float]:
+        """Per length n, a bound on the tie width at n tokens: |M| bounded term by term.
+
+        With i, j <= n, each of q's three parts against each of the key's (its class part with
+        the constant feature's, then the position features'), in that order; the dot products
+        are the same at every n and computed once.
+        """
         k_parts = (self.f["i"] @ self.wk, self.f["n"] @ self.wk)
         k0 = self.f["1"] @ self.wk
-        bound = max(sum(abs(float(np.dot(qa, kb))) * n ** (a > 0) * n ** (b > 0)
-                        for a, qa in enumerate(q) for b, kb in enumerate((k + k0,) + k_parts))
-                    for k in keys)
+        fixed = [[abs(float(np.dot(qa, kb))) for kb in k_parts] for qa in q]
+        dots = [[abs(float(np.dot(qa, k + k0))) for qa in q] for k in keys]
         absolute, relative = self.width
-        return absolute + relative * self.s * bound
+        found = {}
+        for n in lengths:
+            bound = max(sum(term for a in range(len(q)) for term in (
+                row[a] * n ** (a > 0), *(c * n ** (a > 0) * n for c in fixed[a])))
+                for row in dots)
+            found[n] = absolute + relative * self.s * bound
+        return found
 
     def order(self, qc: np.ndarray, keys: list[np.ndarray], qname: str
               ) -> tuple[list[list[int]], str]:
@@ -187,12 +204,12 @@ class _Scores:
             raise NotExtractable(f"{self.where}: the key position's weight depends on the "
                                  "query's position (not a fixed leftmost/rightmost rule)")
         gamma = self.s * float(np.dot(q[0], kj))
-        kparts = [self.key(k) for k in keys]
+        kparts = self._key_parts(keys)
         coef = [(self.s * float(np.dot(q[0], k)), self.s * float(np.dot(q[1], k)),
                  self.s * float(np.dot(q[2], k))) for k in kparts]  # A, C (·i), B (·n)
         N = self.N
         vertices = ((1, 1), (1, N), (N, N))
-        tau = {n: self.tolerance(n, q, kparts) for n in (1, N)}
+        tau = self.tolerances((1, N), q, kparts)
 
         def beats(a: int, b: int) -> bool:
             dA, dC, dB = (x - y for x, y in zip(coef[a], coef[b]))

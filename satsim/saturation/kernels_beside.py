@@ -61,6 +61,8 @@ def limit_kernels_beside(model_code: str, string: str) -> bool:
     ``string`` one of its inputs: running it compiles exactly the specialisation
     :func:`satsim.saturation.exact.exact_limit` takes. Return whether a process started.
     """
+    if numba.config.DISABLE_JIT:  # nothing compiles
+        return False
     kernels = {dispatcher.py_func.__name__: dispatcher for dispatcher, _ in side_part()}
     kernels["expanded_attention"] = expanded_attention
     if not cold_dispatchers(kernels, np.float64):
