@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from dataclasses import replace
 
 import numpy as np
 
@@ -79,60 +80,85 @@ def _subnodes(node: Node) -> list[Node]:
     return []
 
 
+def _intern(node: Node, table: dict) -> Node:
+    """``node`` rebuilt so that equal subtrees are one object (the first one met)."""
+    if isinstance(node, Not):
+        node = replace(node, arg=_intern(node.arg, table))
+    elif isinstance(node, (And, Or)):
+        node = replace(node, args=tuple(_intern(arg, table) for arg in node.args))
+    elif isinstance(node, At):
+        node = replace(node, vector=_intern(node.vector, table))
+    elif isinstance(node, Attend):
+        node = replace(node, score=_intern(node.score, table), value=_intern(node.value, table),
+                       default=_intern(node.default, table))
+    return table.setdefault(node, node)
+
+
 class _Machine:
-    """The program as a left-to-right machine over attention memories."""
+    """The program as a left-to-right machine over attention memories.
+
+    Its expressions are interned (equal subtrees are one object), so attentions and their reads
+    are looked up by ``id``: hashing a syntax node hashes its whole subtree, and the machine
+    looks up nodes at every step of every state.
+    """
 
     def __init__(self, program: Program) -> None:
-        self.program = program
-        found = [sub for d in program.definitions for sub in (d.expr, *_subnodes(d.expr))
+        table: dict = {}
+        self.exprs = [(d.name, _intern(d.expr, table)) for d in program.definitions]
+        found = [sub for _, expr in self.exprs for sub in (expr, *_subnodes(expr))
                  if isinstance(sub, Attend)]
-        self.attends = list(dict.fromkeys(found))
-        self.i_reads = {a: _reads(a.score, "i") for a in self.attends}
-        self.j_reads = {a: list(dict.fromkeys(_reads(a.score, "j") + _reads(a.value, "j")))
-                        for a in self.attends}
+        self.attends = list({id(a): a for a in found}.values())
+        self.slot = {id(a): k for k, a in enumerate(self.attends)}
+        self.i_reads = [_reads(a.score, "i") for a in self.attends]
+        self.j_reads = [list(dict.fromkeys(_reads(a.score, "j") + _reads(a.value, "j")))
+                        for a in self.attends]
+        self.i_all = [list(dict.fromkeys(reads + _reads(a.value, "i") + _reads(a.default, "i")))
+                      for reads, a in zip(self.i_reads, self.attends)]
+        self.envs = [[{id(r): bit for r, bit in zip(reads, bits)}
+                      for bits in itertools.product((False, True), repeat=len(reads))]
+                     for reads in self.i_reads]
 
     def empty(self) -> tuple:
         """The memory before any symbol: no position seen by any attention."""
-        return tuple(tuple(None for _ in range(2 ** len(self.i_reads[a])))
-                     for a in self.attends)
+        return tuple(tuple(None for _ in range(2 ** len(reads))) for reads in self.i_reads)
 
     def step(self, memory: tuple, symbol: str) -> tuple[tuple, bool]:
         """The memory after one more symbol, and ``accept`` at that position."""
         values: dict[str, bool] = {}
-        for d in self.program.definitions:
-            values[d.name] = self._value(d.expr, values, symbol, memory)
+        for name, expr in self.exprs:
+            values[name] = self._value(expr, values, symbol, memory)
         grown = []
-        for a, slots in zip(self.attends, memory):
-            here = tuple(self._value(r.vector, values, symbol, memory) for r in self.j_reads[a])
+        for k, (a, slots) in enumerate(zip(self.attends, memory)):
+            here = tuple(self._value(r.vector, values, symbol, memory) for r in self.j_reads[k])
+            at_j = {id(r): bit for r, bit in zip(self.j_reads[k], here)}
             kept_slots = []
-            for env, kept in zip(self._envs(a), slots):
-                hit = self._pair(a.score, env, dict(zip(self.j_reads[a], here)))
+            for env, kept in zip(self.envs[k], slots):
+                hit = self._pair(a.score, env, at_j)
                 kept_slots.append(here if hit and (kept is None or a.side == "rightmost")
                                   else kept)
             grown.append(tuple(kept_slots))
         return tuple(grown), values["accept"]
 
-    def _envs(self, a: Attend) -> list[dict]:
-        reads = self.i_reads[a]
-        return [dict(zip(reads, bits)) for bits in itertools.product((False, True),
-                                                                   repeat=len(reads))]
+    def _attend(self, k: int, slots: tuple, values: dict, symbol: str, memory) -> bool:
+        a = self.attends[k]
 
-    def _attend(self, a: Attend, slots: tuple, values: dict, symbol: str, memory) -> bool:
         def read(r: At) -> bool:
             return self._value(r.vector, values, symbol, memory)
 
-        at_i = {r: read(r) for r in dict.fromkeys(
-            self.i_reads[a] + _reads(a.value, "i") + _reads(a.default, "i"))}
-        kept = slots[self._envs(a).index({r: at_i[r] for r in self.i_reads[a]})]
+        at_i = {id(r): read(r) for r in self.i_all[k]}
+        index = 0  # the slot of these query-side bits, in the order of itertools.product
+        for r in self.i_reads[k]:
+            index = 2 * index + at_i[id(r)]
+        kept = slots[index]
         if a.mask == "future":
             kept = None  # at the last position nothing lies after it
         elif a.mask == "all":  # at the last position: every position so far, i included
-            here = {r: read(r) for r in self.j_reads[a]}
+            here = {id(r): read(r) for r in self.j_reads[k]}
             if self._pair(a.score, at_i, here) and (kept is None or a.side == "rightmost"):
-                kept = tuple(here[r] for r in self.j_reads[a])
+                kept = tuple(here[id(r)] for r in self.j_reads[k])
         if kept is None:
             return self._pair(a.default, at_i, {})
-        return self._pair(a.value, at_i, dict(zip(self.j_reads[a], kept)))
+        return self._pair(a.value, at_i, {id(r): bit for r, bit in zip(self.j_reads[k], kept)})
 
     def _value(self, node: Node, values: dict, symbol: str, memory: tuple) -> bool:
         if isinstance(node, Symbol):
@@ -142,7 +168,8 @@ class _Machine:
         if isinstance(node, Name):
             return values[node.name]
         if isinstance(node, Attend):
-            return self._attend(node, memory[self.attends.index(node)], values, symbol, memory)
+            k = self.slot[id(node)]
+            return self._attend(k, memory[k], values, symbol, memory)
         if isinstance(node, Not):
             return not self._value(node.arg, values, symbol, memory)
         parts = [self._value(arg, values, symbol, memory) for arg in node.args]
@@ -150,7 +177,7 @@ class _Machine:
 
     def _pair(self, node: Node, at_i: dict, at_j: dict) -> bool:
         if isinstance(node, At):
-            return (at_i if node.index == "i" else at_j)[node]
+            return (at_i if node.index == "i" else at_j)[id(node)]
         if isinstance(node, Constant):
             return bool(node.value)
         if isinstance(node, Not):
