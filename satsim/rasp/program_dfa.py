@@ -98,8 +98,8 @@ class _Machine:
     """The program as a left-to-right machine over attention memories.
 
     Its expressions are interned (equal subtrees are one object), so attentions and their reads
-    are looked up by ``id``: hashing a syntax node hashes its whole subtree, and the machine
-    looks up nodes at every step of every state.
+    are looked up by ``id`` (hashing a syntax node hashes its whole subtree), and compiled once
+    into nested closures, which every step of every state calls.
     """
 
     def __init__(self, program: Program) -> None:
@@ -117,6 +117,16 @@ class _Machine:
         self.envs = [[{id(r): bit for r, bit in zip(reads, bits)}
                       for bits in itertools.product((False, True), repeat=len(reads))]
                      for reads in self.i_reads]
+        # every formula compiled once into nested closures; reads keyed by the At's id
+        self.slot_ids = [[id(r) for r in reads] for reads in self.i_reads]
+        self.i_ids = [[id(r) for r in reads] for reads in self.i_all]
+        self.j_ids = [[id(r) for r in reads] for reads in self.j_reads]
+        self.i_values = [[self._value(r.vector) for r in reads] for reads in self.i_all]
+        self.j_values = [[self._value(r.vector) for r in reads] for reads in self.j_reads]
+        self.scores = [self._pair(a.score) for a in self.attends]
+        self.values_at = [self._pair(a.value) for a in self.attends]
+        self.defaults = [self._pair(a.default) for a in self.attends]
+        self.definitions = [(name, self._value(expr)) for name, expr in self.exprs]
 
     def empty(self) -> tuple:
         """The memory before any symbol: no position seen by any attention."""
@@ -125,65 +135,76 @@ class _Machine:
     def step(self, memory: tuple, symbol: str) -> tuple[tuple, bool]:
         """The memory after one more symbol, and ``accept`` at that position."""
         values: dict[str, bool] = {}
-        for name, expr in self.exprs:
-            values[name] = self._value(expr, values, symbol, memory)
+        for name, value in self.definitions:
+            values[name] = value(values, symbol, memory)
         grown = []
         for k, (a, slots) in enumerate(zip(self.attends, memory)):
-            here = tuple(self._value(r.vector, values, symbol, memory) for r in self.j_reads[k])
-            at_j = {id(r): bit for r, bit in zip(self.j_reads[k], here)}
-            kept_slots = []
-            for env, kept in zip(self.envs[k], slots):
-                hit = self._pair(a.score, env, at_j)
-                kept_slots.append(here if hit and (kept is None or a.side == "rightmost")
-                                  else kept)
-            grown.append(tuple(kept_slots))
+            here = tuple(read(values, symbol, memory) for read in self.j_values[k])
+            at_j = dict(zip(self.j_ids[k], here))
+            score, rightmost = self.scores[k], a.side == "rightmost"
+            grown.append(tuple(here if score(env, at_j) and (kept is None or rightmost) else kept
+                               for env, kept in zip(self.envs[k], slots)))
         return tuple(grown), values["accept"]
 
-    def _attend(self, k: int, slots: tuple, values: dict, symbol: str, memory) -> bool:
+    def _attend(self, k: int, values: dict, symbol: str, memory: tuple) -> bool:
+        """Attention ``k`` at the position just read, from its memory."""
         a = self.attends[k]
-
-        def read(r: At) -> bool:
-            return self._value(r.vector, values, symbol, memory)
-
-        at_i = {id(r): read(r) for r in self.i_all[k]}
+        at_i = {key: read(values, symbol, memory)
+                for key, read in zip(self.i_ids[k], self.i_values[k])}
         index = 0  # the slot of these query-side bits, in the order of itertools.product
-        for r in self.i_reads[k]:
-            index = 2 * index + at_i[id(r)]
-        kept = slots[index]
+        for key in self.slot_ids[k]:
+            index = 2 * index + at_i[key]
+        kept = memory[k][index]
         if a.mask == "future":
             kept = None  # at the last position nothing lies after it
         elif a.mask == "all":  # at the last position: every position so far, i included
-            here = {id(r): read(r) for r in self.j_reads[k]}
-            if self._pair(a.score, at_i, here) and (kept is None or a.side == "rightmost"):
-                kept = tuple(here[id(r)] for r in self.j_reads[k])
+            here = {key: read(values, symbol, memory)
+                    for key, read in zip(self.j_ids[k], self.j_values[k])}
+            if self.scores[k](at_i, here) and (kept is None or a.side == "rightmost"):
+                kept = tuple(here[key] for key in self.j_ids[k])
         if kept is None:
-            return self._pair(a.default, at_i, {})
-        return self._pair(a.value, at_i, {id(r): bit for r, bit in zip(self.j_reads[k], kept)})
+            return self.defaults[k](at_i, {})
+        return self.values_at[k](at_i, dict(zip(self.j_ids[k], kept)))
 
-    def _value(self, node: Node, values: dict, symbol: str, memory: tuple) -> bool:
+    def _value(self, node: Node):
+        """``node`` as a function of (definitions so far, symbol, memory)."""
         if isinstance(node, Symbol):
-            return node.symbol == symbol
+            symbol = node.symbol
+            return lambda values, at, memory: at == symbol
         if isinstance(node, Constant):
-            return bool(node.value)
+            constant = bool(node.value)
+            return lambda values, at, memory: constant
         if isinstance(node, Name):
-            return values[node.name]
+            name = node.name
+            return lambda values, at, memory: values[name]
         if isinstance(node, Attend):
-            k = self.slot[id(node)]
-            return self._attend(k, memory[k], values, symbol, memory)
+            k, attend = self.slot[id(node)], self._attend
+            return lambda values, at, memory: attend(k, values, at, memory)
         if isinstance(node, Not):
-            return not self._value(node.arg, values, symbol, memory)
-        parts = [self._value(arg, values, symbol, memory) for arg in node.args]
-        return all(parts) if isinstance(node, And) else any(parts)
+            arg = self._value(node.arg)
+            return lambda values, at, memory: not arg(values, at, memory)
+        args = [self._value(arg) for arg in node.args]
+        if isinstance(node, And):
+            return lambda values, at, memory: all(f(values, at, memory) for f in args)
+        return lambda values, at, memory: any(f(values, at, memory) for f in args)
 
-    def _pair(self, node: Node, at_i: dict, at_j: dict) -> bool:
+    def _pair(self, node: Node):
+        """An attention formula as a function of its reads at i and at j (by ``id``)."""
         if isinstance(node, At):
-            return (at_i if node.index == "i" else at_j)[id(node)]
+            key = id(node)
+            if node.index == "i":
+                return lambda at_i, at_j: at_i[key]
+            return lambda at_i, at_j: at_j[key]
         if isinstance(node, Constant):
-            return bool(node.value)
+            constant = bool(node.value)
+            return lambda at_i, at_j: constant
         if isinstance(node, Not):
-            return not self._pair(node.arg, at_i, at_j)
-        parts = [self._pair(arg, at_i, at_j) for arg in node.args]
-        return all(parts) if isinstance(node, And) else any(parts)
+            arg = self._pair(node.arg)
+            return lambda at_i, at_j: not arg(at_i, at_j)
+        args = [self._pair(arg) for arg in node.args]
+        if isinstance(node, And):
+            return lambda at_i, at_j: all(f(at_i, at_j) for f in args)
+        return lambda at_i, at_j: any(f(at_i, at_j) for f in args)
 
 
 def brasp_dfa(program: Program) -> DFA:
