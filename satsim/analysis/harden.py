@@ -23,7 +23,7 @@ never saw). The held-out bins still count for the score classes' bound.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -199,6 +199,16 @@ def _class_widths(judge: _Judge, head: Head, widths: Sequence[float]) -> list[fl
     return list(itertools.islice(bounded, CLASS_TRIES))
 
 
+def _counter_widths(judge: _Judge, head: Head, widths: Sequence[float]) -> Iterator[float]:
+    """The score-class widths to try on ``head``, in order: the grid's, then :data:`ONE_CLASS`.
+
+    :data:`ONE_CLASS` where its classes are bounded, counted only when the grid's widths failed.
+    """
+    yield from _class_widths(judge, head, widths)
+    if _bounded(judge.classes(head, ONE_CLASS, MAX_CLASSES)):
+        yield ONE_CLASS
+
+
 def _head_options(judge: _Judge, head: Head, widths: Sequence[float], prefer: str = "selector"
                   ) -> tuple[HeadReport, list[Option]]:
     """Try the kinds and widths on ``head`` alone; its report and its options, preferred first.
@@ -209,8 +219,7 @@ def _head_options(judge: _Judge, head: Head, widths: Sequence[float], prefer: st
                      if (shares := judge.keeps({head: ("tolerant-hard", width)})) is not None),
                     None)
     counting = None
-    one_class = [ONE_CLASS] if _bounded(judge.classes(head, ONE_CLASS, MAX_CLASSES)) else []
-    for width in [*_class_widths(judge, head, widths), *one_class]:
+    for width in _counter_widths(judge, head, widths):
         shares = judge.keeps({head: ("score-class", width)})
         if shares is not None:
             counting = (width, shares, judge.classes(head, width))

@@ -158,6 +158,8 @@ class _Scores:
         atol, rtol = tie_tolerance(a.W_Q.dtype)
         self.width = (delta, 4 * np.finfo(float).eps) if kind == "tolerant-hard" and \
             delta is not None else (atol, rtol)
+        self._keys: list[np.ndarray] | None = None  # the key classes of _parts
+        self._parts: list[np.ndarray] = []
 
     def query(self, qc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The query as q0 + i·qi + n·qn."""
@@ -170,7 +172,7 @@ class _Scores:
 
     def _key_parts(self, keys: list[np.ndarray]) -> list[np.ndarray]:
         """:meth:`key` of every class, computed once for the list every query class reads."""
-        if getattr(self, "_keys", None) is not keys:
+        if self._keys is not keys:
             self._keys, self._parts = keys, [self.key(k) for k in keys]
         return self._parts
 

@@ -17,22 +17,17 @@ import numpy as np
 from numba.core import types
 
 from satsim.engine.kernels import classes, cold_dispatchers, tiles
-from satsim.engine.kernels.second_process import compile_beside
+from satsim.engine.kernels.second_process import array_type, compile_beside
 from satsim.saturation.exact import BESIDE, exact_limit, expanded_attention
 from satsim.saturation.kernels.tie_values import tie_value_spread
-
-
-def _array(dtype, ndim: int) -> types.Array:
-    """Numba's type of a C-contiguous, writable array."""
-    return types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
 
 
 def side_part() -> list:
     """The (dispatcher, signature) pairs compiled first: float64, as the limit runs."""
     f64, i64 = types.float64, types.int64
-    real = [_array(np.float64, n) for n in range(5)]
-    whole = [_array(np.int64, n) for n in range(4)]
-    flag = [_array(np.bool_, n) for n in range(3)]
+    real = [array_type(np.float64, n) for n in range(5)]
+    whole = [array_type(np.int64, n) for n in range(4)]
+    flag = [array_type(np.bool_, n) for n in range(3)]
     items = (real[3], real[3], real[3], flag[2], flag[2], types.boolean, i64, f64, f64, f64)
     return [
         (tie_value_spread, (real[4], real[4], real[4], whole[1], whole[3], flag[1], whole[1],

@@ -15,29 +15,23 @@ twice but a few small shared helpers. Saves to the cache are serialised by a loc
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba.core import types
 
 from satsim.engine.kernels import classes, queries
 from satsim.engine.kernels import fused as fk
-from satsim.engine.kernels.second_process import finish, start
-
-
-def _array(dtype, ndim: int = 1):
-    """Numba's type of a C-contiguous, writable array of this dtype."""
-    return types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
+from satsim.engine.kernels.second_process import array_type, finish, start
 
 
 def _rows_and_mask(dtype) -> tuple:
     """Types of a (T, width) block of the model's dtype and of a (T,) mask."""
-    return _array(dtype, 2), _array(np.bool_)
+    return array_type(dtype, 2), array_type(np.bool_)
 
 
 def _side_part(dtype) -> list:
     """What the second process compiles: the same-query attention path (a third of the work)."""
     rows, mask = _rows_and_mask(dtype)
-    f64, i64 = _array(np.float64), _array(np.int64)
+    f64, i64 = array_type(np.float64), array_type(np.int64)
     signature = (rows, rows, rows, mask, mask, types.boolean, types.int64, types.float64,
                  types.float64, types.float64, types.float64, rows, i64, f64, f64, f64, i64,
                  i64, f64, f64)
@@ -47,9 +41,9 @@ def _side_part(dtype) -> list:
 def _own_part(dtype) -> list:
     """What this process compiles meanwhile: the other callees of the fast-path kernel."""
     rows, mask = _rows_and_mask(dtype)
-    flat, f64, i64 = _array(dtype), _array(np.float64), _array(np.int64)
-    scratch = types.Tuple((i64, _array(np.float64, 2), _array(np.float64, 2), f64, f64, i64, i64,
-                           f64, f64))
+    flat, f64, i64 = array_type(dtype), array_type(np.float64), array_type(np.int64)
+    rows64 = array_type(np.float64, 2)
+    scratch = types.Tuple((i64, rows64, rows64, f64, f64, i64, i64, f64, f64))
     return [
         (fk._matrix, (flat, types.int64, types.int64, types.int64)),
         (fk._normalize, (flat, f64, i64, rows, rows, types.int64, types.int64)),
@@ -70,7 +64,7 @@ def _general_signature(dtype, *middle) -> tuple:
     """
     rows, mask = _rows_and_mask(dtype)
     return (rows, rows, rows, mask, mask, types.boolean, types.int64, *middle, rows,
-            _array(np.int64), _array(np.float64))
+            array_type(np.int64), array_type(np.float64))
 
 
 def _side_part_all(dtype) -> list:
@@ -82,7 +76,7 @@ def _side_part_all(dtype) -> list:
 
 def _own_part_all(dtype) -> list:
     """The calling process's part for every path: the fast one's and the key-class path."""
-    f64, i64 = types.float64, _array(np.int64)
+    f64, i64 = types.float64, array_type(np.int64)
     return _own_part(dtype) + [(classes.attend_if_classes, _general_signature(
         dtype, f64, f64, f64, i64, i64))]
 

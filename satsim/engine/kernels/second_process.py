@@ -12,10 +12,19 @@ import os
 import subprocess
 import sys
 
+import numba
+import numpy as np
+from numba.core import types
+
 from satsim.engine.kernels import fcntl
 
 WAIT_SECONDS = 120
 """How long this process waits for the second one before going on without it."""
+
+
+def array_type(dtype, ndim: int = 1) -> types.Array:
+    """Numba's type of a C-contiguous, writable array: a piece of a signature to compile."""
+    return types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
 
 
 def cpus() -> int:
