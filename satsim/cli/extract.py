@@ -16,6 +16,11 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
                    "(counting heads).")
 @click.option("--max-len", type=count(), default=6, show_default=True,
               help="Check the program against the model on every string up to this length.")
+@click.option("--random", "n_random", type=count(), default=0, show_default=True,
+              help="Also check this many random strings of --random-len symbols.")
+@click.option("--random-len", type=count(), default=100, show_default=True,
+              help="The length of the random strings of --random.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random.")
 @click.option("--dfa", "dfa_out", type=OutputPath(), default=None,
               help="Also write the B-RASP program's minimal DFA here (JSON, for `satsim decide "
                    "--dfa`); the summary gives its size and star-freeness either way.")
@@ -23,11 +28,14 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
               help="Also write MODEL carrying the extracted program (.safetensors), so that "
                    "`satsim verify` checks the model against it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary.")
-def command(path, out, max_len, dfa_out, pair_out, as_json) -> None:
+def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out,
+            as_json) -> None:
     """Extract a program equal to MODEL: B-RASP (.brasp) or C-RASP (.crasp).
 
     B-RASP is certified by closing the model's classes; C-RASP writes its counting heads as
-    counts and comparisons, in exact arithmetic of the weights.
+    counts and comparisons, in exact arithmetic of the weights. A one-layer next-symbol model
+    with learned positions (a hardened GPT-2 of the zoo) gets a B-RASP program of what each
+    prefix predicts, certified over every position its table holds.
 
     MODEL is a .safetensors model or a Hugging Face GPT-2 checkpoint folder.
 
@@ -46,6 +54,11 @@ def command(path, out, max_len, dfa_out, pair_out, as_json) -> None:
     spec = load_model(None, path)
     alphabet = tuple(t for t in spec.vocab if t != spec.bos)
     strings, max_len = all_strings_up_to(alphabet, max_len)
+    strings += random_strings(alphabet, n_random, random_len, seed)
+    if spec.positional.kind == "learned":
+        _positional(spec, language, strings, out, dfa_out, pair_out, as_json,
+                    dict(checked_max_len=max_len, checked_random=n_random, random_len=random_len))
+        return
     if language == "brasp":
         extraction = extract(spec)
         text = write_program(extraction)
@@ -67,6 +80,7 @@ def command(path, out, max_len, dfa_out, pair_out, as_json) -> None:
         save_spec(replace(spec, source=text, source_language=language), pair_out)
     summary.update(program=str(out), lines=len(text.splitlines()),
                    checked_strings=len(strings), checked_max_len=max_len,
+                   checked_random=n_random, random_len=random_len,
                    disagreements=len(wrong), first_disagreement=wrong[0] if wrong else None)
     if as_json:
         click.echo(json.dumps(summary))
@@ -74,8 +88,8 @@ def command(path, out, max_len, dfa_out, pair_out, as_json) -> None:
         click.echo(f"wrote {out}: {summary['lines']} lines; classes per layer "
                    f"{summary['classes_per_layer']} ({summary['seen_classes_per_layer']} seen on "
                    f"the checked strings); closure certified for inputs up to "
-                   f"{extraction.max_tokens} tokens; {len(strings)} strings to length "
-                   f"{max_len}: {len(wrong)} disagreements; " + (
+                   f"{extraction.max_tokens} tokens; {_checked(summary)}: {len(wrong)} "
+                   "disagreements; " + (
                        f"minimal DFA {summary['dfa_states']} states, star-free "
                        f"{summary['star_free']}" if summary["dfa_states"] else
                        f"no DFA: {summary['dfa_refused']}"))
@@ -83,8 +97,57 @@ def command(path, out, max_len, dfa_out, pair_out, as_json) -> None:
         click.echo(f"wrote {out}: {summary['lines']} lines; {summary['counts']} counts, "
                    f"{summary['comparisons']} comparisons; exact in rational arithmetic for "
                    f"inputs up to {counted.exact_up_to_tokens} tokens (float rounding not "
-                   f"bounded); {len(strings)} strings to length {max_len}: {len(wrong)} "
-                   "disagreements")
+                   f"bounded); {_checked(summary)}: {len(wrong)} disagreements")
+    if wrong:
+        raise SystemExit(1)
+
+
+def random_strings(alphabet: tuple[str, ...], n: int, length: int, seed: int) -> list[str]:
+    """``n`` strings of ``length`` symbols drawn uniformly from ``alphabet``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return ["".join(rng.choice(list(alphabet), size=length)) for _ in range(n)]
+
+
+def _checked(summary: dict) -> str:
+    """Which strings the check read, in words."""
+    text = (f"{summary['checked_strings'] - summary['checked_random']} strings to length "
+            f"{summary['checked_max_len']}")
+    if summary["checked_random"]:
+        text += f" and {summary['checked_random']} random of length {summary['random_len']}"
+    return text
+
+
+def _positional(spec, language, strings, out, dfa_out, pair_out, as_json, checked) -> None:
+    """Extract, check and write the program of a one-layer model with learned positions."""
+    from satsim.errors import SatsimError
+    from satsim.output import write_text_atomically
+    from satsim.rasp.extract_positional import (
+        check_positional,
+        extract_positional,
+        write_positional_program,
+    )
+
+    if language != "brasp" or pair_out is not None:
+        raise SatsimError("a model with learned positions is extracted as B-RASP (-o "
+                          "NAME.brasp), without --pair (its readout is next-symbol)")
+    extraction = extract_positional(spec)
+    text = write_positional_program(extraction)
+    wrong = check_positional(spec, text, strings)
+    write_text_atomically(out, text)
+    summary = dict(extraction.summary(), **_automaton(text, dfa_out), program=str(out),
+                   lines=len(text.splitlines()), checked_strings=len(strings), **checked,
+                   disagreements=len(wrong), first_disagreement=wrong[0] if wrong else None)
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(f"wrote {out}: {summary['lines']} lines; certified for inputs up to "
+                   f"{extraction.max_symbols} symbols (every position of the model's table); "
+                   f"{_checked(summary)}: {len(wrong)} disagreements; " + (
+                       f"minimal DFA of accept {summary['dfa_states']} states, star-free "
+                       f"{summary['star_free']}" if summary["dfa_states"] else
+                       f"no DFA: {summary['dfa_refused']}"))
     if wrong:
         raise SystemExit(1)
 

@@ -145,9 +145,8 @@ def test_tolerant_hard_heads_within_the_margin_are_certified_beyond_it_refused()
 def test_a_zoo_checkpoint_is_refused_in_one_line(tmp_path):
     result = run_cli("extract", "tests/data/zoo/bce_D2", "-o", str(tmp_path / "z.brasp"))
     assert result.exit_code == 2
-    assert result.output.strip() == ("error: extract needs positions as features of (i, n); "
-                                     "this model has a learned positional encoding "
-                                     "(not finite-valued)")
+    assert result.output.strip() == ("error: head 0.0, query 'a': the order of its key groups "
+                                     "changes with the position")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,489 @@
+"""B-RASP programs of one-layer hard next-symbol models with learned positions and norms.
+
+These are the GPT-2 models of lacoco-lab/decompiling_transformers, hardened (docs/zoo.md).
+
+Such a model reads at most N − 1 symbols (its position table has N rows), so every position is
+one of finitely many, and the analysis enumerates them instead of closing classes symbolically:
+
+1. **Key groups.** For a head and a query symbol, the score of every key (symbol, position)
+   against every query position is computed from the weights (the layer's input is the token
+   row plus the position row, whatever the rest of the string). Key symbols whose score ranges
+   overlap at some query position are merged into one group; the groups must then be strictly
+   ordered at every query position, by more than the tie width plus ``SAFETY``. So the head
+   attends to the best group present in the prefix, whatever the positions.
+2. **Ties.** Inside a group, keys of different positions may score within the tie width (the
+   default tolerance, or δ of a tolerant-hard head) of each other; then the head writes their
+   mean. Every such mean is enumerated: a best key with any subset of the keys within the tie
+   width (plus ``SAFETY``) below it, at most ``MAX_TIE`` of them, else their outputs' box.
+3. **Decisions.** For every query symbol and position and every combination of what each head
+   writes (any key of its best group or mean of tied keys, at any allowed position: an
+   over-approximation, since it ignores that the keys come from one string), the model's own
+   arithmetic (the feed-forward, the final norm and the readout, over boxes of
+   :mod:`satsim.rasp.intervals` where many keys may tie) gives the next-symbol set, every logit
+   farther than ``SAFETY`` from 0. All combinations with the same best groups must give
+   the same set; that set is then a function of the query symbol and which groups are present.
+
+When the three hold, the program equals the model on every input up to N − 1 symbols (up to
+the float32 rounding that ``SAFETY`` covers); otherwise extraction is refused, naming the head,
+the symbols and the position where it fails. The program defines ``next_<label>`` (whether the
+label is predicted after each prefix; position 0 of the empty string is the prefix BOS alone)
+and ``accept``: every symbol was predicted by the prefix before it, and the end label is
+predicted at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from satsim.errors import SatsimError
+from satsim.model.settings import tie_tolerance
+from satsim.model.spec import ModelSpec
+from satsim.rasp import intervals
+from satsim.rasp.brasp import run
+from satsim.rasp.extract import NotExtractable
+from satsim.rasp.intervals import Box
+from satsim.rasp.parse import parse_program
+from satsim.reference.forward import head_inputs, layer_norm
+
+SAFETY = 1e-5
+"""The margin every certified comparison keeps (scores and logits of these models are O(1–10);
+float32 rounding moves them by about 10⁻⁶)."""
+MAX_COMBINATIONS = 20_000_000
+"""The most (query, selected keys) combinations the decision check evaluates."""
+MAX_TIE = 3
+"""The most keys that may tie with a best key (every subset of them is checked)."""
+END_LABELS = ("<eos>", "eos", "$")
+"""Labels that mean "the string may end here" (the end label of ``accept``)."""
+
+
+@dataclass
+class PositionalExtraction:
+    """Per head and query symbol, key groups best first; the decision of each outcome."""
+
+    spec: ModelSpec
+    alphabet: tuple[str, ...]
+    groups: list[dict[str, list[tuple[str, ...]]]]  # per head, per query symbol; BOS is "<bos>"
+    decisions: dict[tuple[str, tuple[int, ...]], frozenset[str]]  # (symbol, group per head)
+    start: frozenset[str]  # the set predicted after BOS alone
+    max_symbols: int
+
+    def summary(self) -> dict:
+        """Heads, outcomes and the certificate, as JSON."""
+        return {"certified": True, "certified_up_to_tokens": self.max_symbols,
+                "heads": len(self.groups), "outcomes": len(self.decisions)}
+
+
+def _check_supported(spec: ModelSpec) -> None:
+    """Refuse what the enumeration does not cover, naming it."""
+    if spec.positional.kind != "learned" or spec.output.task != "next-symbol":
+        raise NotExtractable("this extraction handles next-symbol models with learned positions")
+    if len(spec.blocks) != 1 or spec.blocks[0].attn is None:
+        raise NotExtractable(f"this extraction handles one-layer models; this one has "
+                             f"{len(spec.blocks)} layers")
+    if spec.bos is None or spec.eos is not None or spec.parallel or spec.residual is not True:
+        raise NotExtractable("this extraction handles models with BOS, no EOS, sequential "
+                             "blocks and every skip connection")
+    attn = spec.blocks[0].attn
+    for h, (kind, mask) in enumerate(zip(attn.head_kinds, attn.head_masks)):
+        if kind not in ("run", "saturated", "tolerant-hard"):
+            raise NotExtractable(f"head 0.{h} is {kind}: this extraction handles saturated and "
+                                 "tolerant-hard heads")
+        if mask != "causal":
+            raise NotExtractable(f"head 0.{h} has the {mask} mask; this extraction handles causal")
+
+
+def _norm(x: np.ndarray, ln) -> np.ndarray:
+    """The norm ``ln`` when the model has one at that place."""
+    return x if ln is None else layer_norm(x, ln)
+
+
+class _Layer:
+    """The layer's input rows of every (symbol, position), and each head's scores and outputs."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        block = spec.blocks[0]
+        self.attn = block.attn
+        self.N = spec.positional.W_pos.shape[0]
+        self.alphabet = tuple(t for t in spec.vocab if t != spec.bos)
+        ids = [spec.vocab.index(t) for t in self.alphabet]
+        E = spec.W_E.astype(np.float64)
+        P = spec.positional.W_pos.astype(np.float64)
+        self.x = E[ids][:, None, :] + P[None, :, :]  # [symbol, position, d]; position 0 unused
+        self.x_bos = E[spec.vocab.index(spec.bos)] + P[0]
+        rows = np.concatenate([self.x.reshape(-1, self.x.shape[-1]), self.x_bos[None]])
+        q, k, v = head_inputs(_norm(rows, block.ln1 if spec.norm == "pre" else None), self.attn)
+        S, N = len(self.alphabet), self.N
+        self.q = q[:, :-1].reshape(q.shape[0], S, N, -1)
+        self.k = k[:, :-1].reshape(k.shape[0], S, N, -1)
+        self.k_bos = k[:, -1]
+        out = np.einsum("hte,hed->htd", v, self.attn.W_O.astype(np.float64))
+        self.out = out[:, :-1].reshape(out.shape[0], S, N, -1)  # what a selected key writes
+        self.out_bos = out[:, -1]
+        self.scale = self.attn.score_scale
+        self.atol, self.rtol = tie_tolerance(spec.dtype)
+        self.deltas = [d if k == "tolerant-hard" else None
+                       for k, d in zip(self.attn.head_kinds, self.attn.head_deltas)]
+
+    def scores(self, h: int, s: int, p: int) -> tuple[np.ndarray, float]:
+        """Head h's scores of query (symbol s, position p): keys [symbol, position 1..p], BOS.
+
+        Key positions 1..p−1 hold any symbol; position p is the query itself ([s, p − 1]).
+        """
+        keys = self.k[h][:, 1:p + 1]
+        return (np.einsum("e,tpe->tp", self.q[h, s, p], keys) * self.scale,
+                float(self.q[h, s, p] @ self.k_bos[h]) * self.scale)
+
+    def width(self, h: int, score: float) -> float:
+        """How far below ``score`` head h's keys still tie with it, plus the safety margin."""
+        delta = self.deltas[h]
+        return (self.atol + self.rtol * abs(score) if delta is None else delta) + SAFETY
+
+    def decide(self, box: Box) -> Box:
+        """The logits, as a box, of every layer output before the feed-forward in ``box``."""
+        spec = self.spec
+        block = spec.blocks[0]
+        x = box
+        if block.mlp is not None:
+            inner = intervals.layer_norm(x, block.ln2) if spec.norm == "pre" else x
+            x = intervals.add(x, intervals.feed_forward(inner, block.mlp))
+        if spec.ln_final is not None:
+            x = intervals.layer_norm(x, spec.ln_final)
+        return intervals.affine(x, spec.output.W_U.astype(np.float64), spec.output.b_U)
+
+
+def _key_ranges(layer: _Layer, h: int, s: int, p: int) -> dict[int, tuple[float, float]]:
+    """Per key symbol at query (s, p), its lowest and highest score (BOS is symbol −1)."""
+    scores, bos = layer.scores(h, s, p)
+    ranges = {-1: (bos, bos)}
+    for t in range(len(layer.alphabet)):
+        row = scores[t, :p - 1]  # other positions
+        if t == s:
+            row = np.append(row, scores[t, p - 1])  # the query itself
+        if row.size:
+            ranges[t] = (float(row.min()), float(row.max()))
+    return ranges
+
+
+def _groups(layer: _Layer, h: int, s: int) -> list[tuple[int, ...]]:
+    """The key groups of head h for query symbol s, best first, certified at every position."""
+    parent = {t: t for t in range(-1, len(layer.alphabet))}
+
+    def find(t: int) -> int:
+        while parent[t] != t:
+            t = parent[t]
+        return t
+
+    all_ranges = [_key_ranges(layer, h, s, p) for p in range(1, layer.N)]
+    for ranges in all_ranges:
+        for a, b in itertools.combinations(ranges, 2):
+            (lo_a, hi_a), (lo_b, hi_b) = ranges[a], ranges[b]
+            w = layer.width(h, max(abs(lo_a), abs(hi_a), abs(lo_b), abs(hi_b)))
+            if lo_a <= hi_b + w and lo_b <= hi_a + w:
+                parent[find(a)] = find(b)
+    members: dict[int, list[int]] = {}
+    for t in parent:
+        members.setdefault(find(t), []).append(t)
+    groups = [tuple(sorted(m)) for m in members.values()]
+    order = None
+    for p, ranges in enumerate(all_ranges, start=1):
+        spans = {g: (min(ranges[t][0] for t in g if t in ranges),
+                     max(ranges[t][1] for t in g if t in ranges))
+                 for g in groups if any(t in ranges for t in g)}
+        ranked = sorted(spans, key=lambda g: -spans[g][1])
+        for better, worse in zip(ranked, ranked[1:]):
+            w = layer.width(h, max(map(abs, spans[better] + spans[worse])))
+            if spans[better][0] <= spans[worse][1] + w:
+                raise NotExtractable(f"head 0.{h}, query {layer.alphabet[s]!r} at position {p}: "
+                                     "its key groups are not strictly ordered")
+        order = _merged_order(order, ranked, h, layer.alphabet[s])
+    return order
+
+
+def _merged_order(order, ranked, h, symbol):
+    """The order of the groups over all positions so far; refused when two positions disagree."""
+    if order is None:
+        return list(ranked)
+    seen = [g for g in order if g in ranked]
+    if seen != [g for g in ranked if g in order]:
+        raise NotExtractable(f"head 0.{h}, query {symbol!r}: the order of its key groups changes "
+                             "with the position")
+    for g in ranked:  # a group first present at a later position: placed by its neighbours
+        if g not in order:
+            at = ranked.index(g)
+            following = [x for x in ranked[at + 1:] if x in order]
+            order.insert(order.index(following[0]) if following else len(order), g)
+    return order
+
+
+def _group_text(layer: _Layer, group: tuple[int, ...]) -> str:
+    """A group's symbols, for messages."""
+    return "{" + ", ".join("BOS" if t < 0 else repr(layer.alphabet[t]) for t in group) + "}"
+
+
+def _outcomes(groups: list[list[tuple[int, ...]]], s: int, n_symbols: int):
+    """Every tuple of best groups (one index per head) some set of present symbols gives."""
+    found = set()
+    others = [t for t in range(n_symbols) if t != s]
+    for r in range(len(others) + 1):
+        for subset in itertools.combinations(others, r):
+            present = {-1, s, *subset}
+            found.add(tuple(next(i for i, g in enumerate(order) if present & set(g))
+                            for order in groups))
+    return sorted(found)
+
+
+def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]) -> Box:
+    """Everything head h can write at query (s, p) when ``group`` is its best group present.
+
+    A best key alone, or the mean over a tie set: the best key with any of the keys that score
+    within the tie width (plus ``SAFETY``) below it, each such mean exactly when there are at
+    most ``MAX_TIE`` of them, else the box of those keys' outputs.
+    """
+    scores, bos = layer.scores(h, s, p)
+    keys, rows = [], []
+    if -1 in group:
+        keys.append(bos)
+        rows.append(layer.out_bos[h][None])
+    for t in group:
+        if t >= 0:
+            keys.extend(scores[t, :p - 1])
+            rows.append(layer.out[h, t, 1:p])
+            if t == s:
+                keys.append(scores[t, p - 1])
+                rows.append(layer.out[h, t, p][None])
+    keys, rows = np.asarray(keys), np.concatenate(rows)
+    points, boxes = [rows], []
+    for top in range(len(keys)):
+        floor = keys[top] - layer.width(h, keys[top])
+        below = np.flatnonzero((keys <= keys[top]) & (keys >= floor))
+        below = below[below != top]
+        if len(below) > MAX_TIE:
+            boxes.append(intervals.bounding_box(rows[[top, *below]]))
+            continue
+        for r in range(1, len(below) + 1):
+            for tied in itertools.combinations(below, r):
+                points.append(rows[[top, *tied]].mean(axis=0)[None])
+    centres = np.concatenate(points + [c[None] for c, _ in boxes])
+    radii = np.concatenate([np.zeros_like(np.concatenate(points))] + [r[None] for _, r in boxes])
+    return centres, radii
+
+
+def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
+                    groups: list[list[tuple[int, ...]]]) -> frozenset[str]:
+    """The next-symbol set of query symbol s when each head's best group is ``outcome``."""
+    labels = layer.spec.output.labels
+    b_O = 0 if layer.attn.b_O is None else layer.attn.b_O.astype(np.float64)
+    found: set[tuple[bool, ...]] = set()
+    for p in range(1, layer.N):
+        parts = [_writes(layer, h, s, p, groups[h][g]) for h, g in enumerate(outcome)]
+        if np.prod([len(c) for c, _ in parts], dtype=float) > MAX_COMBINATIONS / layer.N:
+            raise NotExtractable(f"query {layer.alphabet[s]!r}: more than {MAX_COMBINATIONS:,} "
+                                 "combinations of what the heads write to check")
+        centre, radius = parts[0]
+        for c, r in parts[1:]:
+            d = c.shape[-1]
+            centre = (centre[:, None, :] + c[None, :, :]).reshape(-1, d)
+            radius = (radius[:, None, :] + r[None, :, :]).reshape(-1, d)
+        mid, rad = layer.decide((centre + layer.x[s, p] + b_O, radius))
+        undecided = np.abs(mid) <= rad + SAFETY
+        if np.any(undecided):
+            row, label = map(int, np.argwhere(undecided)[0])
+            raise NotExtractable(
+                f"query {layer.alphabet[s]!r} at position {p}: the logit of {labels[label]!r} "
+                f"can come within {SAFETY} of 0 ({mid[row, label] - rad[row, label]:.3g} to "
+                f"{mid[row, label] + rad[row, label]:.3g}): the decision is not certain")
+        found.update(map(tuple, mid > 0))
+        if len(found) > 1:
+            raise NotExtractable(
+                f"query {layer.alphabet[s]!r} at position {p}, best key groups "
+                + ", ".join(f"head 0.{h} {_group_text(layer, groups[h][g])}"
+                            for h, g in enumerate(outcome))
+                + ": the next-symbol set depends on the positions, not on the groups alone")
+    (decision,) = found
+    return frozenset(label for label, on in zip(labels, decision) if on)
+
+
+def extract_positional(spec: ModelSpec) -> PositionalExtraction:
+    """Certify and tabulate a one-layer hard next-symbol model with learned positions."""
+    _check_supported(spec)
+    layer = _Layer(spec)
+    n_heads = layer.attn.n_heads
+    S = len(layer.alphabet)
+    groups = [[_groups(layer, h, s) for s in range(S)] for h in range(n_heads)]
+    decisions = {}
+    for s in range(S):
+        per_head = [groups[h][s] for h in range(n_heads)]
+        for outcome in _outcomes(per_head, s, S):
+            decisions[(layer.alphabet[s], outcome)] = _decide_outcome(layer, s, outcome,
+                                                                      per_head)
+    bos_row = layer.x_bos + (0 if layer.attn.b_O is None else layer.attn.b_O)
+    bos_row = bos_row + layer.out_bos.sum(axis=0)  # alone, every head selects BOS itself
+    start_logits = layer.decide((bos_row[None], np.zeros((1, bos_row.size))))[0][0]
+    if np.any(np.abs(start_logits) <= SAFETY):
+        raise NotExtractable(f"after BOS alone a logit is within {SAFETY} of 0")
+    start = frozenset(label for label, z in zip(spec.output.labels, start_logits) if z > 0)
+    named = [{layer.alphabet[s]: [tuple(spec.bos if t < 0 else layer.alphabet[t] for t in g)
+                                  for g in groups[h][s]] for s in range(S)}
+             for h in range(n_heads)]
+    return PositionalExtraction(spec, layer.alphabet, named, decisions, start, layer.N - 1)
+
+
+def _ident(text: str) -> str:
+    """A program name for a symbol or label (letters, digits and underscores)."""
+    return re.sub(r"\W", "", text) or "sym"
+
+
+def _any(terms: list[str]) -> str:
+    """A disjunction (False when empty); ``and`` binds tighter, so no term needs brackets."""
+    terms = [t for t in terms if t != "False"]
+    if "True" in terms:
+        return "True"
+    return " or ".join(terms) or "False"
+
+
+def _bracketed(term: str) -> bool:
+    """Whether one pair of brackets encloses the whole of ``term``."""
+    depth = 0
+    for at, char in enumerate(term):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and at < len(term) - 1:
+            return False
+    return term.startswith("(")
+
+
+def _all(terms: list[str]) -> str:
+    """A conjunction (True when empty), with brackets around disjunctions."""
+    terms = [t for t in terms if t != "True"]
+    if "False" in terms:
+        return "False"
+    if len(terms) == 1:
+        return terms[0]
+    return " and ".join(f"({t})" if " or " in t and not _bracketed(t) else t
+                        for t in terms) or "True"
+
+
+def _cubes(k: int):
+    """Every conjunction of literals over k variables: per variable 1, 0 or None (absent)."""
+    return itertools.product((1, 0, None), repeat=k)
+
+
+def _minimal_dnf(names: list[str], truth: dict[tuple[bool, ...], bool]) -> str:
+    """A short disjunction of conjunctions over ``names`` that agrees with ``truth``.
+
+    Rows absent from ``truth`` do not matter. The prime implicants, then a greedy cover of the
+    true rows, fewest literals first.
+    """
+    true = {row for row, value in truth.items() if value}
+    false = {row for row, value in truth.items() if not value}
+    if not true:
+        return "False"
+    if not false:
+        return "True"
+
+    def covers(cube, row) -> bool:
+        return all(c is None or bool(c) == r for c, r in zip(cube, row))
+
+    implicants = [c for c in _cubes(len(names)) if not any(covers(c, row) for row in false)]
+    size = {c: sum(x is not None for x in c) for c in implicants}
+    primes = [c for c in implicants
+              if not any(d != c and size[d] < size[c] and all(x is None or x == y for x, y in
+                                                                zip(d, c)) for d in implicants)]
+    chosen, left = [], set(true)
+    while left:
+        best = max(primes, key=lambda c: (sum(covers(c, r) for r in left), -size[c]))
+        chosen.append(best)
+        left -= {r for r in left if covers(best, r)}
+    return _any([_all([name if x else f"not {name}" for name, x in zip(names, cube)
+                       if x is not None]) for cube in chosen])
+
+
+def write_positional_program(ex: PositionalExtraction) -> str:
+    """The B-RASP program: presence of key groups, ``next_<label>`` per label, and ``accept``."""
+    bos = ex.spec.bos
+    lines: dict[str, str] = {}
+
+    def seen(group: tuple[str, ...]) -> str:
+        name = "seen_" + "_or_".join(_ident(t) for t in group)
+        lines.setdefault(name, "leftmost(j < i, " + _any([f'Q("{t}")[j]' for t in group])
+                         + ", True, default=False)")
+        return name
+
+    def per_symbol(symbol: str, label: str) -> str:
+        """Whether ``label`` is predicted at a position holding ``symbol``, from what it saw."""
+        orders = [ex.groups[h][symbol] for h in range(len(ex.groups))]
+        always = [[bos in g or symbol in g for g in order] for order in orders]
+        variables = sorted({g for order, fixed in zip(orders, always)
+                            for g, known in zip(order, fixed) if not known})
+        truth = {}
+        for row in itertools.product((False, True), repeat=len(variables)):
+            value = dict(zip(variables, row))
+            outcome = tuple(next(i for i, (g, known) in enumerate(zip(order, fixed))
+                                 if known or value[g]) for order, fixed in zip(orders, always))
+            if (symbol, outcome) in ex.decisions:  # else no string gives this combination
+                truth[row] = label in ex.decisions[(symbol, outcome)]
+        return _minimal_dnf([seen(g) for g in variables], truth)
+
+    no_symbol = _all([f'not Q("{t}")' for t in ex.alphabet])
+    next_names = {}
+    for label in ex.spec.output.labels:
+        by_rule: dict[str, list[str]] = {}  # the symbols that predict the label by each rule
+        for symbol in ex.alphabet:
+            by_rule.setdefault(per_symbol(symbol, label), []).append(symbol)
+        if by_rule.get("True") == list(ex.alphabet) and label in ex.start:
+            formula = "True"
+        else:
+            formula = _any([_all([_any([f'Q("{s}")' for s in symbols]), rule])
+                            for rule, symbols in by_rule.items()]
+                           + ([no_symbol] if label in ex.start else []))
+        if formula != "False":
+            next_names[label] = name = label_name(label)
+            lines[name] = formula
+    lines["follows"] = ("rightmost(j < i, True, " + _any(
+        [f'Q("{t}")[i] and {next_names[t]}[j]' for t in ex.alphabet if t in next_names])
+        + ", default=" + _any([f'Q("{t}")' for t in ex.alphabet if t in ex.start]) + ")")
+    lines["broken"] = "leftmost(True, not follows[j], True, default=False)"
+    end = next((label for label in END_LABELS if label in ex.spec.output.labels), None)
+    if end is None:
+        raise SatsimError(f"the model has no end label ({', '.join(END_LABELS)}): accept is "
+                          "undefined")
+    lines["accept"] = f"{next_names[end]} and not broken" if end in next_names else "False"
+    used = " ".join(lines.values())
+    lines = {k: v for k, v in lines.items()
+             if not k.startswith("seen_") or re.search(rf"\b{k}\b", used)}
+    header = ["# extracted by satsim extract (one layer, learned positions): equal to the model "
+              f"on every input up to {ex.max_symbols} symbols",
+              "# next_X: after the prefix w1..wi, the model predicts X (labels never predicted "
+              "are left out)",
+              f'alphabet = "{"".join(ex.alphabet)}"']
+    return "\n".join(header + [f"{k} = {v}" for k, v in lines.items()]) + "\n"
+
+
+def label_name(label: str) -> str:
+    """The program's name for "``label`` is predicted": ``next_`` and the label's word part."""
+    return f"next_{_ident(label)}"
+
+
+def predicted_sets(program, labels: tuple[str, ...], string: str) -> list[frozenset[str]]:
+    """The program's next-symbol sets after each prefix of ``string``, BOS alone first."""
+    def sets(values: dict, rows) -> list[frozenset[str]]:
+        return [frozenset(lb for lb in labels
+                          if label_name(lb) in values and values[label_name(lb)][i])
+                for i in rows]
+
+    first = sets(run(program, ""), [0])
+    return first + (sets(run(program, string), range(len(string))) if string else [])
+
+
+def check_positional(spec: ModelSpec, text: str, strings: list[str]) -> list[str]:
+    """The strings where the program's ``next_<label>`` and the engine's next-symbol sets differ."""
+    from satsim.engine.simulator import Simulator
+
+    program = parse_program(text, "brasp", "<extracted program>")
+    labels = spec.output.labels
+    return [string for string, sets in zip(strings, Simulator(spec).next_symbols(strings))
+            if predicted_sets(program, labels, string) != list(sets)]

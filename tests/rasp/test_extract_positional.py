@@ -1,0 +1,154 @@
+"""Extraction from one-layer zoo models with learned positions, norms and GELU.
+
+The oracles are the engine (every string to a length, and random long ones), the language's
+own next-symbol sets (satsim.languages, written from its definition), and, for the boxes, the
+reference formulas evaluated at points inside each box.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import languages
+from satsim.analysis.strings import test_set as language_strings
+from satsim.cli.extract import random_strings
+from satsim.cli.main import cli
+from satsim.interop.hf_gpt2 import from_hf_gpt2
+from satsim.model.spec import FeedForwardSpec, LayerNormSpec
+from satsim.rasp import intervals
+from satsim.rasp.automata import language_dfa
+from satsim.rasp.extract import NotExtractable
+from satsim.rasp.extract_positional import (
+    _minimal_dnf,
+    check_positional,
+    extract_positional,
+    predicted_sets,
+    write_positional_program,
+)
+from satsim.rasp.parse import parse_program
+from satsim.rasp.program_dfa import brasp_dfa, equivalent
+from satsim.rasp.verify import all_strings_up_to
+from satsim.reference.forward import ACTIVATION_FUNCTIONS, feed_forward, layer_norm
+
+ZOO = "tests/data/zoo/"
+
+
+def run_cli(*args):
+    """``satsim ARGS`` in this process."""
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(scope="module", params=[("bce_ab_d_bc", "ab-d-bc"), ("bce_abcde", "abcde")])
+def extracted(request):
+    """A zoo model, its extracted program's text, and its satsim language."""
+    folder, language = request.param
+    spec = from_hf_gpt2(ZOO + folder)
+    return spec, write_positional_program(extract_positional(spec)), languages.get(language)
+
+
+def test_the_program_agrees_with_the_engine_on_short_and_long_strings(extracted):
+    spec, text, _ = extracted
+    alphabet = tuple(t for t in spec.vocab if t != spec.bos)
+    strings, _ = all_strings_up_to(alphabet, 5)
+    strings += random_strings(alphabet, 30, 151, seed=3)  # the longest input the table allows
+    assert check_positional(spec, text, strings) == []
+
+
+def test_the_program_predicts_the_languages_own_next_symbols(extracted):
+    """The language's definition, not the model: on its strings the program is always right."""
+    spec, text, language = extracted
+    program = parse_program(text, "brasp")
+    strings = language_strings(language, 30, 0, 150, 7, negatives=False)[0]
+    assert strings
+    for string in strings:
+        assert predicted_sets(program, spec.output.labels, string) == \
+            language.next_symbols(string), string
+
+
+def test_the_models_language_is_exactly_the_target_language(extracted):
+    """accept (every symbol predicted, the end predicted) has the language's minimal DFA."""
+    _, text, language = extracted
+    assert equivalent(brasp_dfa(parse_program(text, "brasp")), language_dfa(language)) is None
+
+
+def test_the_program_compiles(extracted, tmp_path):
+    spec, text, _ = extracted
+    program = tmp_path / "p.brasp"
+    program.write_text(text)
+    assert run_cli("compile", str(program), "-o", str(tmp_path / "p.safetensors")).exit_code == 0
+
+
+@pytest.mark.parametrize(("folder", "reason"), [
+    ("bce_aastar", "depends on the positions"),  # (aa)*: the answer is the position's parity
+    ("bce_D2", "order of its key groups changes with the position"),
+    ("bce_tomita4", "one-layer models"),
+])
+def test_models_that_read_positions_or_have_more_layers_are_refused_by_name(folder, reason):
+    with pytest.raises(NotExtractable, match=reason):
+        extract_positional(from_hf_gpt2(ZOO + folder))
+
+
+def test_a_counting_head_is_refused_by_name():
+    spec = from_hf_gpt2(ZOO + "bce_ab_d_bc")
+    attn = spec.blocks[0].attn
+    counting = type(attn)(**{**attn.__dict__, "kind": ("score-class",), "delta": (0.1,)})
+    blocks = (type(spec.blocks[0])(**{**spec.blocks[0].__dict__, "attn": counting}),)
+    with pytest.raises(NotExtractable, match="head 0.0 is score-class"):
+        extract_positional(type(spec)(**{**spec.__dict__, "blocks": blocks}))
+
+
+def test_extract_cli_on_a_zoo_checkpoint_writes_the_checked_program(tmp_path):
+    out = tmp_path / "abcde.brasp"
+    result = run_cli("extract", ZOO + "bce_abcde", "-o", str(out), "--max-len", "3",
+                     "--random", "5", "--random-len", "40", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["disagreements"] == 0 and summary["checked_strings"] == 156 + 5
+    assert summary["certified_up_to_tokens"] == 151 and summary["star_free"] is True
+    assert "next_e = Q(\"d\") or Q(\"e\")" in out.read_text()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 5), st.data())
+def test_minimal_dnf_agrees_with_its_truth_table(k, data):
+    rows = list(itertools.product((False, True), repeat=k))
+    truth = {row: data.draw(st.booleans()) for row in rows if data.draw(st.booleans())}
+    names = [f"v{i}" for i in range(k)]
+    formula = _minimal_dnf(names, truth)
+    for row, value in truth.items():
+        assert eval(formula, {}, dict(zip(names, row))) == value  # noqa: S307 (our own text)
+
+
+finite = st.floats(-4, 4, allow_nan=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 6), st.data())
+def test_boxes_hold_the_image_of_every_point_inside(d, data):
+    """Norm, activations, feed-forward: points drawn in a box land in the image box."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    centre = np.array(data.draw(st.lists(finite, min_size=d, max_size=d)))
+    radius = np.array(data.draw(st.lists(st.floats(0, 1), min_size=d, max_size=d)))
+    points = centre + radius * rng.uniform(-1, 1, size=(64, d))
+    points = np.concatenate([points, centre[None], (centre + radius)[None],
+                             (centre - radius)[None]])
+    ln = LayerNormSpec(w=rng.normal(size=d), b=rng.normal(size=d))
+    mlp = FeedForwardSpec(W_in=rng.normal(size=(d, 3)), W_out=rng.normal(size=(3, d)),
+                          b_in=rng.normal(size=3), b_out=rng.normal(size=d),
+                          activation=data.draw(st.sampled_from(sorted(ACTIVATION_FUNCTIONS))))
+    box = (centre, radius)
+    for image, exact in ((intervals.layer_norm(box, ln), layer_norm(points, ln)),
+                         (intervals.feed_forward(box, mlp), feed_forward(points, mlp))):
+        mid, rad = image
+        slack = 1e-9 * (1 + np.abs(mid))
+        assert np.all(np.abs(exact - mid) <= rad + slack)
+    point = intervals.layer_norm((centre, np.zeros(d)), ln)  # a point stays exact
+    assert np.allclose(point[0], layer_norm(centre[None], ln)[0], rtol=0, atol=1e-12)
+    assert np.all(point[1] == 0)
