@@ -27,8 +27,11 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
 @click.option("--pair", "pair_out", type=OutputPath(), default=None,
               help="Also write MODEL carrying the extracted program (.safetensors), so that "
                    "`satsim verify` checks the model against it.")
+@click.option("--lang", "lang_name", default=None,
+              help="Also decide whether the B-RASP program's accept is exactly this regular "
+                   "language (DFA equivalence), else give the shortest string telling them apart.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary.")
-def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out,
+def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, lang_name,
             as_json) -> None:
     """Extract a program equal to MODEL: B-RASP (.brasp) or C-RASP (.crasp).
 
@@ -51,12 +54,24 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out,
     if language not in ("brasp", "crasp"):
         raise SatsimError(f"-o {out}: extract writes a B-RASP or C-RASP program; name it "
                           "NAME.brasp (finite-valued models) or NAME.crasp (counting heads)")
+    target = None
+    if lang_name is not None:
+        from satsim.cli.options import get_language
+        from satsim.rasp.automata import language_dfa
+
+        if language != "brasp":
+            raise SatsimError("--lang: DFA equivalence is decided for B-RASP programs (-o "
+                              "NAME.brasp)")
+        target = lang_name, language_dfa(get_language(lang_name))
     spec = load_model(None, path)
     alphabet = tuple(t for t in spec.vocab if t != spec.bos)
+    if target is not None and tuple(target[1].alphabet) != alphabet:
+        raise SatsimError(f"--lang {lang_name} reads {''.join(target[1].alphabet)!r}; the model "
+                          f"reads {''.join(alphabet)!r}: give a language over its symbols")
     strings, max_len = all_strings_up_to(alphabet, max_len)
     strings += random_strings(alphabet, n_random, random_len, seed)
     if spec.positional.kind == "learned":
-        _positional(spec, language, strings, out, dfa_out, pair_out, as_json,
+        _positional(spec, language, strings, out, dfa_out, pair_out, as_json, target,
                     dict(checked_max_len=max_len, checked_random=n_random, random_len=random_len))
         return
     if language == "brasp":
@@ -64,7 +79,7 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out,
         text = write_program(extraction)
         summary = dict(extraction.summary(),
                        seen_classes_per_layer=seen_classes(extraction, strings),
-                       **_automaton(text, dfa_out))
+                       **_automaton(text, dfa_out, target))
     else:
         if dfa_out is not None:
             raise SatsimError("--dfa: a DFA is produced for B-RASP programs (-o NAME.brasp)")
@@ -92,7 +107,7 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out,
                    "disagreements; " + (
                        f"minimal DFA {summary['dfa_states']} states, star-free "
                        f"{summary['star_free']}" if summary["dfa_states"] else
-                       f"no DFA: {summary['dfa_refused']}"))
+                       f"no DFA: {summary['dfa_refused']}") + _same_language(summary))
     else:
         click.echo(f"wrote {out}: {summary['lines']} lines; {summary['counts']} counts, "
                    f"{summary['comparisons']} comparisons; exact in rational arithmetic for "
@@ -119,7 +134,8 @@ def _checked(summary: dict) -> str:
     return text
 
 
-def _positional(spec, language, strings, out, dfa_out, pair_out, as_json, checked) -> None:
+def _positional(spec, language, strings, out, dfa_out, pair_out, as_json, target,
+                checked) -> None:
     """Extract, check and write the program of a one-layer model with learned positions."""
     from satsim.errors import SatsimError
     from satsim.output import write_text_atomically
@@ -136,7 +152,7 @@ def _positional(spec, language, strings, out, dfa_out, pair_out, as_json, checke
     text = write_positional_program(extraction)
     wrong = check_positional(spec, text, strings)
     write_text_atomically(out, text)
-    summary = dict(extraction.summary(), **_automaton(text, dfa_out), program=str(out),
+    summary = dict(extraction.summary(), **_automaton(text, dfa_out, target), program=str(out),
                    lines=len(text.splitlines()), checked_strings=len(strings), **checked,
                    disagreements=len(wrong), first_disagreement=wrong[0] if wrong else None)
     if as_json:
@@ -147,25 +163,44 @@ def _positional(spec, language, strings, out, dfa_out, pair_out, as_json, checke
                    f"{_checked(summary)}: {len(wrong)} disagreements; " + (
                        f"minimal DFA of accept {summary['dfa_states']} states, star-free "
                        f"{summary['star_free']}" if summary["dfa_states"] else
-                       f"no DFA: {summary['dfa_refused']}"))
+                       f"no DFA: {summary['dfa_refused']}") + _same_language(summary))
     if wrong:
         raise SystemExit(1)
 
 
-def _automaton(text: str, dfa_out) -> dict:
-    """The program's minimal DFA and its star-freeness (``decide``), or why there is none."""
+def _same_language(summary: dict) -> str:
+    """The --lang verdict, in words (empty without --lang)."""
+    if "language" not in summary:
+        return ""
+    if summary["same_language"]:
+        return f"; accept is exactly {summary['language']} (DFA equivalence)"
+    return (f"; accept is not {summary['language']}: they differ on "
+            f"{summary['told_apart_by']!r}")
+
+
+def _automaton(text: str, dfa_out, target=None) -> dict:
+    """The program's minimal DFA and its star-freeness (``decide``), or why there is none.
+
+    With ``target`` (a language's name and minimal DFA): whether the program's accept is that
+    language, and if not, the shortest string on which they differ.
+    """
     from satsim.errors import SatsimError
     from satsim.output import write_text_atomically
     from satsim.rasp.automata import decide
     from satsim.rasp.parse import parse_program
-    from satsim.rasp.program_dfa import brasp_dfa, dfa_json
+    from satsim.rasp.program_dfa import brasp_dfa, dfa_json, equivalent
 
     try:
         dfa = brasp_dfa(parse_program(text, "brasp", "<extracted program>"))
     except SatsimError as refusal:
-        if dfa_out is not None:
+        if dfa_out is not None or target is not None:
             raise
         return {"dfa_states": None, "dfa_refused": str(refusal), "star_free": None}
     if dfa_out is not None:
         write_text_atomically(dfa_out, json.dumps(dfa_json(dfa)) + "\n")
-    return {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}
+    found = {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}
+    if target is not None:
+        name, target_dfa = target
+        apart = equivalent(dfa, target_dfa)
+        found.update(language=name, same_language=apart is None, told_apart_by=apart)
+    return found

@@ -240,37 +240,46 @@ def _outcomes(groups: list[list[tuple[int, ...]]], s: int, n_symbols: int):
 def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]) -> Box:
     """Everything head h can write at query (s, p) when ``group`` is its best group present.
 
-    A best key alone, or the mean over a tie set: the best key with any of the keys that score
-    within the tie width (plus ``SAFETY``) below it, each such mean exactly when there are at
-    most ``MAX_TIE`` of them, else the box of those keys' outputs.
+    The best key is any key of the group that no key surely present (BOS, the query itself)
+    beats; the tie set is that key, every surely present key within the tie width below it,
+    and any of the other keys within the tie width (plus ``SAFETY``): each such mean exactly
+    when there are at most ``MAX_TIE`` optional keys, else the box of all of those keys' outputs.
     """
     scores, bos = layer.scores(h, s, p)
-    keys, rows = [], []
+    keys, rows, sure = [], [], []
     if -1 in group:
         keys.append(bos)
         rows.append(layer.out_bos[h][None])
+        sure.append(True)
     for t in group:
         if t >= 0:
             keys.extend(scores[t, :p - 1])
             rows.append(layer.out[h, t, 1:p])
+            sure.extend([False] * (p - 1))
             if t == s:
                 keys.append(scores[t, p - 1])
                 rows.append(layer.out[h, t, p][None])
-    keys, rows = np.asarray(keys), np.concatenate(rows)
-    points, boxes = [rows], []
-    for top in range(len(keys)):
-        floor = keys[top] - layer.width(h, keys[top])
-        below = np.flatnonzero((keys <= keys[top]) & (keys >= floor))
-        below = below[below != top]
-        if len(below) > MAX_TIE:
-            boxes.append(intervals.bounding_box(rows[[top, *below]]))
+                sure.append(True)
+    keys, rows, sure = np.asarray(keys), np.concatenate(rows), np.asarray(sure)
+    least_best = keys[sure].max() - SAFETY if sure.any() else -np.inf
+    centres, radii = [], []
+    for top in np.flatnonzero(keys >= least_best):
+        width = layer.width(h, keys[top])
+        near = (keys <= keys[top] + SAFETY) & (keys >= keys[top] - width)
+        near[top] = False
+        forced = near & sure & (keys >= keys[top] - width + 2 * SAFETY)
+        optional = np.flatnonzero(near & ~forced)
+        tie = [top, *np.flatnonzero(forced)]
+        if len(optional) > MAX_TIE:
+            centre, radius = intervals.bounding_box(rows[tie + list(optional)])
+            centres.append(centre)
+            radii.append(radius)
             continue
-        for r in range(1, len(below) + 1):
-            for tied in itertools.combinations(below, r):
-                points.append(rows[[top, *tied]].mean(axis=0)[None])
-    centres = np.concatenate(points + [c[None] for c, _ in boxes])
-    radii = np.concatenate([np.zeros_like(np.concatenate(points))] + [r[None] for _, r in boxes])
-    return centres, radii
+        for r in range(len(optional) + 1):
+            for tied in itertools.combinations(optional, r):
+                centres.append(rows[tie + list(tied)].mean(axis=0))
+                radii.append(np.zeros(rows.shape[1]))
+    return np.array(centres).reshape(-1, rows.shape[1]), np.array(radii).reshape(-1, rows.shape[1])
 
 
 def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
@@ -281,6 +290,8 @@ def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
     found: set[tuple[bool, ...]] = set()
     for p in range(1, layer.N):
         parts = [_writes(layer, h, s, p, groups[h][g]) for h, g in enumerate(outcome)]
+        if any(len(c) == 0 for c, _ in parts):
+            continue  # some head's best group has no key at this position
         if np.prod([len(c) for c, _ in parts], dtype=float) > MAX_COMBINATIONS / layer.N:
             raise NotExtractable(f"query {layer.alphabet[s]!r}: more than {MAX_COMBINATIONS:,} "
                                  "combinations of what the heads write to check")
@@ -303,7 +314,11 @@ def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
                 f"query {layer.alphabet[s]!r} at position {p}, best key groups "
                 + ", ".join(f"head 0.{h} {_group_text(layer, groups[h][g])}"
                             for h, g in enumerate(outcome))
-                + ": the next-symbol set depends on the positions, not on the groups alone")
+                + ": keys it admits there give different next-symbol sets (the decision reads "
+                "the positions, or the analysis's over-approximation of the keys that occur "
+                "together is too coarse)")
+    if not found:
+        raise NotExtractable(f"query {layer.alphabet[s]!r}: an outcome with no position")
     (decision,) = found
     return frozenset(label for label, on in zip(labels, decision) if on)
 

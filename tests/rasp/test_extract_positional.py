@@ -20,6 +20,7 @@ import languages
 from satsim.analysis.strings import test_set as language_strings
 from satsim.cli.extract import random_strings
 from satsim.cli.main import cli
+from satsim.errors import SatsimError
 from satsim.interop.hf_gpt2 import from_hf_gpt2
 from satsim.model.spec import FeedForwardSpec, LayerNormSpec
 from satsim.rasp import intervals
@@ -86,7 +87,7 @@ def test_the_program_compiles(extracted, tmp_path):
 
 
 @pytest.mark.parametrize(("folder", "reason"), [
-    ("bce_aastar", "depends on the positions"),  # (aa)*: the answer is the position's parity
+    ("bce_aastar", "give different next-symbol sets"),  # (aa)*: the answer is the parity
     ("bce_D2", "order of its key groups changes with the position"),
     ("bce_tomita4", "one-layer models"),
 ])
@@ -152,3 +153,14 @@ def test_boxes_hold_the_image_of_every_point_inside(d, data):
     point = intervals.layer_norm((centre, np.zeros(d)), ln)  # a point stays exact
     assert np.allclose(point[0], layer_norm(centre[None], ln)[0], rtol=0, atol=1e-12)
     assert np.all(point[1] == 0)
+
+
+def test_extract_lang_decides_whether_accept_is_the_language(tmp_path):
+    out = str(tmp_path / "p.brasp")
+    same = run_cli("extract", ZOO + "bce_ab_d_bc", "-o", out, "--max-len", "2", "--lang",
+                   "ab-d-bc")
+    assert same.exit_code == 0 and "accept is exactly ab-d-bc (DFA equivalence)" in same.output
+    other = run_cli("extract", ZOO + "bce_ab_d_bc", "-o", out, "--max-len", "2", "--lang",
+                    "tomita1")
+    assert isinstance(other.exception, SatsimError)  # the command line prints it, exit code 2
+    assert "--lang tomita1 reads '01'; the model reads 'abcd'" in str(other.exception)
