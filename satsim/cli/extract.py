@@ -48,7 +48,7 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, l
     from satsim.output import write_text_atomically
     from satsim.rasp.extract import check_program, extract, seen_classes, write_program
     from satsim.rasp.extract_counts import extract_counts
-    from satsim.rasp.verify import all_strings_up_to
+    from satsim.rasp.verify import all_strings_up_to, strings_of_length
 
     language = str(out).rsplit(".", 1)[-1]
     if language not in ("brasp", "crasp"):
@@ -69,7 +69,7 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, l
         raise SatsimError(f"--lang {lang_name} reads {''.join(target[1].alphabet)!r}; the model "
                           f"reads {''.join(alphabet)!r}: give a language over its symbols")
     strings, max_len = all_strings_up_to(alphabet, max_len)
-    strings += random_strings(alphabet, n_random, random_len, seed)
+    strings += strings_of_length(alphabet, n_random, random_len, seed)
     if spec.positional.kind == "learned":
         _positional(spec, language, strings, out, dfa_out, pair_out, as_json, target,
                     dict(checked_max_len=max_len, checked_random=n_random, random_len=random_len))
@@ -115,14 +115,6 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, l
                    f"bounded); {_checked(summary)}: {len(wrong)} disagreements")
     if wrong:
         raise SystemExit(1)
-
-
-def random_strings(alphabet: tuple[str, ...], n: int, length: int, seed: int) -> list[str]:
-    """``n`` strings of ``length`` symbols drawn uniformly from ``alphabet``."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    return ["".join(rng.choice(list(alphabet), size=length)) for _ in range(n)]
 
 
 def _checked(summary: dict) -> str:

@@ -84,6 +84,8 @@ def _check_supported(spec: ModelSpec) -> None:
     if len(spec.blocks) != 1 or spec.blocks[0].attn is None:
         raise NotExtractable(f"this extraction handles one-layer models; this one has "
                              f"{len(spec.blocks)} layers")
+    if spec.norm not in ("none", "pre"):
+        raise NotExtractable(f"this extraction handles pre-norm models; this one is {spec.norm}")
     if spec.bos is None or spec.eos is not None or spec.parallel or spec.residual is not True:
         raise NotExtractable("this extraction handles models with BOS, no EOS, sequential "
                              "blocks and every skip connection")

@@ -66,6 +66,13 @@ def all_strings_up_to(alphabet: tuple[str, ...], max_len: int,
     return strings, reached
 
 
+def strings_of_length(alphabet: tuple[str, ...], count: int, length: int,
+                      seed: int = 0) -> list[str]:
+    """``count`` strings of exactly ``length`` symbols, each drawn uniformly from ``alphabet``."""
+    rng = np.random.default_rng(seed)
+    return ["".join(rng.choice(list(alphabet), size=length)) for _ in range(count)]
+
+
 def random_strings(alphabet: tuple[str, ...], count: int, max_len: int,
                    seed: int = 0) -> list[str]:
     """``count`` random strings, the first of ``max_len`` symbols, the others log-uniform.
