@@ -8,6 +8,11 @@ import click
 
 from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
 
+MAX_RANDOM = 1_000_000
+"""The most random strings ``--random`` may ask for."""
+MAX_RANDOM_SYMBOLS = 100_000_000
+"""The most symbols the random strings may hold together."""
+
 
 @click.command("extract")
 @click.argument("path", metavar="MODEL", type=NonEmptyPath())
@@ -16,11 +21,10 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
                    "(counting heads).")
 @click.option("--max-len", type=count(), default=6, show_default=True,
               help="Check the program against the model on every string up to this length.")
-@click.option("--random", "n_random", type=count(), default=0, show_default=True,
-              help="Also check this many random strings of --random-len symbols.")
-@click.option("--random-len", type=count(), default=100, show_default=True,
-              help="The length of the random strings of --random.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random.")
+@click.option("--random", "n_random", type=count(), default=None,
+              help=f"Also check this many random strings (seed 0; at most {MAX_RANDOM:,}).")
+@click.option("--random-len", type=count(1), default=None,
+              help="The length of the strings of --random [default: 100].")
 @click.option("--dfa", "dfa_out", type=OutputPath(), default=None,
               help="Also write the B-RASP program's minimal DFA here (JSON, for `satsim decide "
                    "--dfa`); the summary gives its size and star-freeness either way.")
@@ -31,7 +35,7 @@ from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
               help="Also decide whether the B-RASP program's accept is exactly this regular "
                    "language (DFA equivalence), else give the shortest string telling them apart.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary.")
-def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, lang_name,
+def command(path, out, max_len, n_random, random_len, dfa_out, pair_out, lang_name,
             as_json) -> None:
     """Extract a program equal to MODEL: B-RASP (.brasp) or C-RASP (.crasp).
 
@@ -50,6 +54,7 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, l
     from satsim.rasp.extract_counts import extract_counts
     from satsim.rasp.verify import all_strings_up_to, strings_of_length
 
+    n_random, random_len = _random_check(n_random, random_len)
     language = str(out).rsplit(".", 1)[-1]
     if language not in ("brasp", "crasp"):
         raise SatsimError(f"-o {out}: extract writes a B-RASP or C-RASP program; name it "
@@ -69,7 +74,7 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, l
         raise SatsimError(f"--lang {lang_name} reads {''.join(target[1].alphabet)!r}; the model "
                           f"reads {''.join(alphabet)!r}: give a language over its symbols")
     strings, max_len = all_strings_up_to(alphabet, max_len)
-    strings += strings_of_length(alphabet, n_random, random_len, seed)
+    strings += strings_of_length(alphabet, n_random, random_len, seed=0)
     if spec.positional.kind == "learned":
         _positional(spec, language, strings, out, dfa_out, pair_out, as_json, target,
                     dict(checked_max_len=max_len, checked_random=n_random, random_len=random_len))
@@ -115,6 +120,21 @@ def command(path, out, max_len, n_random, random_len, seed, dfa_out, pair_out, l
                    f"bounded); {_checked(summary)}: {len(wrong)} disagreements")
     if wrong:
         raise SystemExit(1)
+
+
+def _random_check(n_random: int | None, random_len: int | None) -> tuple[int, int]:
+    """--random and --random-len as numbers, refused beyond what a check can hold."""
+    from satsim.errors import SatsimError
+
+    if random_len is not None and n_random is None:
+        raise SatsimError("--random-len sets the length of --random's strings: give --random N "
+                          "too")
+    n_random, random_len = n_random or 0, random_len or 100
+    if n_random > MAX_RANDOM or n_random * random_len > MAX_RANDOM_SYMBOLS:
+        raise SatsimError(f"--random {n_random:,} --random-len {random_len:,}: the check holds at "
+                          f"most {MAX_RANDOM:,} random strings and {MAX_RANDOM_SYMBOLS:,} symbols "
+                          "of them; give fewer or shorter")
+    return n_random, random_len
 
 
 def _checked(summary: dict) -> str:

@@ -348,6 +348,7 @@ VALID = {
         [row for row in _lines(stdout) if row["kind"] == "model"], 1),
     **{f"benchmark flare --seed={value!r}": _benchmark_seeded(int(value)) for value in ("0", M)},
     "extract --max-len='0'": _field(("checked_max_len",), 0),
+    "extract --random='0'": _field(("checked_random",), 0),
     f"extract --max-len={M!r}": _extracted(),
     "harden --seed='0'": _hardened(), f"harden --seed={M!r}": _hardened(),
     "harden --held-out='0'": _hardened(),
