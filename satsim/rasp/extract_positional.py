@@ -445,7 +445,7 @@ def write_positional_program(ex: PositionalExtraction) -> str:
                 truth[row] = label in ex.decisions[(symbol, outcome)]
         return _minimal_dnf([seen(g) for g in variables], truth)
 
-    no_symbol = _all([f'not Q("{t}")' for t in ex.alphabet])
+    lines["at_start"] = _all([f'not Q("{t}")' for t in ex.alphabet])  # BOS alone: n = 0
     next_names = {}
     for label in ex.spec.output.labels:
         by_rule: dict[str, list[str]] = {}  # the symbols that predict the label by each rule
@@ -456,7 +456,7 @@ def write_positional_program(ex: PositionalExtraction) -> str:
         else:
             formula = _any([_all([_any([f'Q("{s}")' for s in symbols]), rule])
                             for rule, symbols in by_rule.items()]
-                           + ([no_symbol] if label in ex.start else []))
+                           + (["at_start"] if label in ex.start else []))
         if formula != "False":
             next_names[label] = name = label_name(label)
             lines[name] = formula
@@ -471,7 +471,7 @@ def write_positional_program(ex: PositionalExtraction) -> str:
     lines["accept"] = f"{next_names[end]} and not broken" if end in next_names else "False"
     used = " ".join(lines.values())
     lines = {k: v for k, v in lines.items()
-             if not k.startswith("seen_") or re.search(rf"\b{k}\b", used)}
+             if not k.startswith(("seen_", "at_start")) or re.search(rf"\b{k}\b", used)}
     header = ["# extracted by satsim extract (one layer, learned positions): equal to the model "
               f"on every input up to {ex.max_symbols} symbols",
               "# next_X: after the prefix w1..wi, the model predicts X (labels never predicted "
