@@ -89,6 +89,10 @@ def _check_supported(spec: ModelSpec) -> None:
     if spec.bos is None or spec.eos is not None or spec.parallel or spec.residual is not True:
         raise NotExtractable("this extraction handles models with BOS, no EOS, sequential "
                              "blocks and every skip connection")
+    long = [t for t in spec.vocab if t != spec.bos and len(t) != 1]
+    if long:
+        raise NotExtractable(f"a B-RASP program reads one-character symbols; this model reads "
+                             f"{long[0]!r}")
     attn = spec.blocks[0].attn
     for h, (kind, mask) in enumerate(zip(attn.head_kinds, attn.head_masks)):
         if kind not in ("run", "saturated", "tolerant-hard"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -110,6 +111,12 @@ def test_a_counting_head_is_refused_by_name():
     blocks = (type(spec.blocks[0])(**{**spec.blocks[0].__dict__, "attn": counting}),)
     with pytest.raises(NotExtractable, match="head 0.0 is score-class"):
         extract_positional(type(spec)(**{**spec.__dict__, "blocks": blocks}))
+
+
+def test_symbols_longer_than_one_character_are_refused_by_name():
+    spec = tiny_gpt2(0, 0.05, 1.0, 1)
+    with pytest.raises(NotExtractable, match="reads 'ab'"):
+        extract_positional(replace(spec, vocab=("ab", "b", "<bos>")))
 
 
 def test_extract_cli_on_a_zoo_checkpoint_writes_the_checked_program(tmp_path):
