@@ -55,7 +55,7 @@ float32 rounding moves them by about 10⁻⁶)."""
 MAX_COMBINATIONS = 20_000_000
 """The most (query, selected keys) combinations the decision check evaluates."""
 MAX_TIE = 3
-"""The most keys that may tie with a best key (every subset of them is checked)."""
+"""The most optional keys of a tie whose means are enumerated one by one (beyond: their box)."""
 END_LABELS = ("<eos>", "eos", "$")
 """Labels that mean "the string may end here" (the end label of ``accept``)."""
 
