@@ -243,32 +243,38 @@ def _outcomes(groups: list[list[tuple[int, ...]]], s: int, n_symbols: int):
     return sorted(found)
 
 
-def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]) -> Box:
+def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]
+            ) -> tuple[np.ndarray, np.ndarray, list]:
     """Everything head h can write at query (s, p) when ``group`` is its best group present.
 
     The best key is any key of the group that no key surely present (BOS, the query itself)
     beats; the tie set is that key, every surely present key within the tie width below it,
     and any of the other keys within the tie width (plus ``SAFETY``): each such mean exactly
     when there are at most ``MAX_TIE`` optional keys, else the box of all of those keys' outputs.
+    Returns the centres and radii, and per row its tie set as (symbol, position) keys (BOS is
+    (−1, 0)), or None for a box.
     """
     scores, bos = layer.scores(h, s, p)
-    keys, rows, sure = [], [], []
+    keys, rows, sure, names = [], [], [], []
     if -1 in group:
         keys.append(bos)
         rows.append(layer.out_bos[h][None])
         sure.append(True)
+        names.append((-1, 0))
     for t in group:
         if t >= 0:
             keys.extend(scores[t, :p - 1])
             rows.append(layer.out[h, t, 1:p])
             sure.extend([False] * (p - 1))
+            names.extend((t, q) for q in range(1, p))
             if t == s:
                 keys.append(scores[t, p - 1])
                 rows.append(layer.out[h, t, p][None])
                 sure.append(True)
+                names.append((t, p))
     keys, rows, sure = np.asarray(keys), np.concatenate(rows), np.asarray(sure)
     least_best = keys[sure].max() - SAFETY if sure.any() else -np.inf
-    centres, radii = [], []
+    centres, radii, ties = [], [], []
     for top in np.flatnonzero(keys >= least_best):
         width = layer.width(h, keys[top])
         near = (keys <= keys[top] + SAFETY) & (keys >= keys[top] - width)
@@ -280,12 +286,15 @@ def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]) -> Bo
             centre, radius = intervals.bounding_box(rows[tie + list(optional)])
             centres.append(centre)
             radii.append(radius)
+            ties.append(None)
             continue
         for r in range(len(optional) + 1):
             for tied in itertools.combinations(optional, r):
                 centres.append(rows[tie + list(tied)].mean(axis=0))
                 radii.append(np.zeros(rows.shape[1]))
-    return np.array(centres).reshape(-1, rows.shape[1]), np.array(radii).reshape(-1, rows.shape[1])
+                ties.append([names[k] for k in tie + list(tied)])
+    d = rows.shape[1]
+    return np.array(centres).reshape(-1, d), np.array(radii).reshape(-1, d), ties
 
 
 def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
@@ -293,16 +302,16 @@ def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
     """The next-symbol set of query symbol s when each head's best group is ``outcome``."""
     labels = layer.spec.output.labels
     b_O = 0 if layer.attn.b_O is None else layer.attn.b_O.astype(np.float64)
-    found: set[tuple[bool, ...]] = set()
+    found: dict[tuple[bool, ...], tuple[int, list] | None] = {}  # decision -> where it arose
     for p in range(1, layer.N):
         parts = [_writes(layer, h, s, p, groups[h][g]) for h, g in enumerate(outcome)]
-        if any(len(c) == 0 for c, _ in parts):
+        if any(len(c) == 0 for c, _, _ in parts):
             continue  # some head's best group has no key at this position
-        if np.prod([len(c) for c, _ in parts], dtype=float) > MAX_COMBINATIONS / layer.N:
+        if np.prod([len(c) for c, _, _ in parts], dtype=float) > MAX_COMBINATIONS / layer.N:
             raise NotExtractable(f"query {layer.alphabet[s]!r}: more than {MAX_COMBINATIONS:,} "
                                  "combinations of what the heads write to check")
-        centre, radius = parts[0]
-        for c, r in parts[1:]:
+        centre, radius, ties = parts[0]
+        for c, r, _ in parts[1:]:
             d = c.shape[-1]
             centre = (centre[:, None, :] + c[None, :, :]).reshape(-1, d)
             radius = (radius[:, None, :] + r[None, :, :]).reshape(-1, d)
@@ -314,19 +323,84 @@ def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
                 f"query {layer.alphabet[s]!r} at position {p}: the logit of {labels[label]!r} "
                 f"can come within {SAFETY} of 0 ({mid[row, label] - rad[row, label]:.3g} to "
                 f"{mid[row, label] + rad[row, label]:.3g}): the decision is not certain")
-        found.update(map(tuple, mid > 0))
+        for row, decision in enumerate(map(tuple, mid > 0)):
+            tie = ties[row] if len(parts) == 1 else None
+            if found.get(decision) is None:
+                found[decision] = None if tie is None else (p, tie)
         if len(found) > 1:
             raise NotExtractable(
                 f"query {layer.alphabet[s]!r} at position {p}, best key groups "
                 + ", ".join(f"head 0.{h} {_group_text(layer, groups[h][g])}"
                             for h, g in enumerate(outcome))
-                + ": keys it admits there give different next-symbol sets (the decision reads "
-                "the positions, or the analysis's over-approximation of the keys that occur "
-                "together is too coarse)")
+                + ": " + _disagreement(layer, s, groups, outcome, found))
     if not found:
         raise NotExtractable(f"query {layer.alphabet[s]!r}: an outcome with no position")
     (decision,) = found
     return frozenset(label for label, on in zip(labels, decision) if on)
+
+
+def _disagreement(layer: _Layer, s: int, groups, outcome, found: dict) -> str:
+    """Why one outcome has two decisions, in words.
+
+    Where it can be built and checked: a pair of strings on which the model itself differs. Else
+    only that the keys the analysis admits differ.
+    """
+    sources = [where for where in found.values() if where is not None]
+    if len(outcome) == 1 and len(sources) >= 2:
+        strings = [_witness(layer, s, groups[0], outcome[0], p, tie) for p, tie in sources[:2]]
+        if None not in strings:
+            from satsim.engine.simulator import Simulator
+
+            first, second = (sets[-1] for sets in Simulator(layer.spec).next_symbols(strings))
+            if first != second:
+                return (f"the model itself predicts {_set_text(first)} after "
+                        f"{_string_text(strings[0])} and {_set_text(second)} after "
+                        f"{_string_text(strings[1])}, with the same last symbol "
+                        "and the same best group: the answer depends on positions (the query's "
+                        "or the selected key's), not only on the groups present")
+    return ("keys it admits there give different next-symbol sets (the decision reads the "
+            "positions, or the analysis's over-approximation of the keys that occur together "
+            "is too coarse)")
+
+
+def _string_text(string: str) -> str:
+    """A string for messages: itself when short, else its runs (``0^146 1^2 0``)."""
+    runs = [(symbol, len(list(group))) for symbol, group in itertools.groupby(string)]
+    if len(string) <= 40 or len(runs) > 8:
+        return repr(string) if len(string) <= 40 else f"{string[:20]!r}…{string[-10:]!r}"
+    return "'" + " ".join(s if n == 1 else f"{s}^{n}" for s, n in runs) + "'"
+
+
+def _set_text(labels: frozenset[str]) -> str:
+    """A next-symbol set, for messages."""
+    return "{" + ", ".join(sorted(labels)) + "}"
+
+
+def _witness(layer: _Layer, s: int, order: list[tuple[int, ...]], g: int, p: int,
+             tie: list[tuple[int, int]]) -> str | None:
+    """A string of p symbols ending in s whose head 0.0 attends to exactly ``tie`` in order[g].
+
+    The tie's keys are in place; every other position holds a symbol of a worse group, or of
+    the same group scoring below the tie width of the tie's best key (None if some position
+    can hold neither).
+    """
+    scores, bos = layer.scores(0, s, p)
+    best = max(bos if t < 0 else scores[t, q - 1] for t, q in tie)
+    floor = best - layer.width(0, best) - SAFETY
+    worse = [t for later in order[g + 1:] for t in later if t >= 0]
+    same = [t for t in order[g] if t >= 0]
+    chars = [None] * p
+    chars[p - 1] = layer.alphabet[s]
+    for t, q in tie:
+        if t >= 0:
+            chars[q - 1] = layer.alphabet[t]
+    for q in range(1, p):
+        if chars[q - 1] is None:
+            fill = worse[:1] or [t for t in same if scores[t, q - 1] < floor][:1]
+            if not fill:
+                return None
+            chars[q - 1] = layer.alphabet[fill[0]]
+    return "".join(chars)
 
 
 def extract_positional(spec: ModelSpec) -> PositionalExtraction:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -22,6 +23,7 @@ from satsim.analysis.strings import test_set as language_strings
 from satsim.cli.main import cli
 from satsim.errors import SatsimError
 from satsim.interop.hf_gpt2 import from_hf_gpt2
+from satsim.model.settings import AttentionSettings
 from satsim.model.spec import (
     AttentionSpec,
     BlockSpec,
@@ -44,7 +46,7 @@ from satsim.rasp.extract_positional import (
 from satsim.rasp.parse import parse_program
 from satsim.rasp.program_dfa import brasp_dfa, equivalent
 from satsim.rasp.verify import all_strings_up_to, strings_of_length
-from satsim.reference.forward import ACTIVATION_FUNCTIONS, feed_forward, layer_norm
+from satsim.reference.forward import ACTIVATION_FUNCTIONS, feed_forward, forward, layer_norm
 
 ZOO = "tests/data/zoo/"
 
@@ -234,3 +236,28 @@ def test_random_models_are_often_certified():
         except NotExtractable:
             pass
     assert certified >= 10
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), position_scale=st.sampled_from([0.3, 1.0]))
+def test_a_refusal_with_two_strings_is_confirmed_by_the_reference_forward(seed, position_scale):
+    """The reference forward pass (NumPy, not the engine) answers the two strings differently."""
+    spec = tiny_gpt2(seed, position_scale, 1.0, 1)
+    try:
+        extract_positional(spec)
+    except NotExtractable as refusal:
+        strings = re.findall(r"after '([ab]*)'", str(refusal))
+        if "the model itself predicts" not in str(refusal):
+            return
+        first, second = strings
+        assert first[-1] == second[-1]
+        answers = [frozenset(label for label, z in zip(spec.output.labels, forward(
+            spec, string, AttentionSettings("saturated")).logits[-1]) if z > 0)
+            for string in strings]
+        assert answers[0] != answers[1]
+
+
+def test_witnessed_refusals_occur():
+    """The property above is not vacuous (seed 0, large positions: 'a' against 'aaa')."""
+    with pytest.raises(NotExtractable, match="the model itself predicts .* after 'a' and"):
+        extract_positional(tiny_gpt2(0, 1.0, 1.0, 1))
