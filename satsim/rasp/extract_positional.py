@@ -404,8 +404,53 @@ def _witness(layer: _Layer, s: int, order: list[tuple[int, ...]], g: int, p: int
 
 
 def extract_positional(spec: ModelSpec) -> PositionalExtraction:
-    """Certify and tabulate a one-layer hard next-symbol model with learned positions."""
+    """Certify and tabulate a one-layer hard next-symbol model with learned positions.
+
+    A refusal of the analysis names where it fails; where the model itself answers two short
+    strings differently that end in the same symbol after the same set of symbols, it quotes
+    them too (then no program over the symbols seen equals the model).
+    """
     _check_supported(spec)
+    try:
+        return _extract(spec)
+    except NotExtractable as refusal:
+        if "the model itself" in str(refusal):
+            raise
+        pair = seen_set_witness(spec)
+        if pair is None:
+            raise
+        (first, first_set), (second, second_set) = pair
+        raise NotExtractable(
+            f"{refusal}; and the model itself predicts {_set_text(first_set)} after "
+            f"{first!r} and {_set_text(second_set)} after {second!r}, which end in the same "
+            "symbol after the same set of symbols: no program over the current symbol and the "
+            "symbols seen equals it") from None
+
+
+def seen_set_witness(spec: ModelSpec, budget: int = 20_000
+                     ) -> tuple[tuple[str, frozenset], tuple[str, frozenset]] | None:
+    """Two short strings the model answers differently: same last symbol, same symbols before.
+
+    Every string up to the length that ``budget`` strings allow is read, shortest first; None
+    if no pair differs there.
+    """
+    from satsim.engine.simulator import Simulator
+    from satsim.rasp.verify import all_strings_up_to
+
+    alphabet = tuple(t for t in spec.vocab if t != spec.bos)
+    strings = [w for w in all_strings_up_to(alphabet, spec.positional.W_pos.shape[0] - 1,
+                                            budget)[0] if w]
+    seen: dict[tuple[str, frozenset], tuple[str, frozenset]] = {}
+    for string, sets in zip(strings, Simulator(spec).next_symbols(strings)):
+        key = (string[-1], frozenset(string[:-1]))
+        if key in seen and seen[key][1] != sets[-1]:
+            return seen[key], (string, sets[-1])
+        seen.setdefault(key, (string, sets[-1]))
+    return None
+
+
+def _extract(spec: ModelSpec) -> PositionalExtraction:
+    """The analysis of :func:`extract_positional`, on a supported model."""
     layer = _Layer(spec)
     n_heads = layer.attn.n_heads
     S = len(layer.alphabet)

@@ -261,3 +261,18 @@ def test_witnessed_refusals_occur():
     """The property above is not vacuous (seed 0, large positions: 'a' against 'aaa')."""
     with pytest.raises(NotExtractable, match="the model itself predicts .* after 'a' and"):
         extract_positional(tiny_gpt2(0, 1.0, 1.0, 1))
+
+
+def test_the_aa_star_model_is_refused_with_two_strings_it_answers_differently():
+    """(aa)*: the end is predicted after an even number of a's, so no program over the symbols
+    seen can equal the model; the refusal quotes the two strings, and the reference forward pass
+    (not the engine) confirms them."""
+    spec = from_hf_gpt2(ZOO + "bce_aastar")
+    with pytest.raises(NotExtractable, match="the model itself predicts") as refusal:
+        extract_positional(spec)
+    first, second = re.findall(r"after '(a*)'", str(refusal.value))
+    answers = [frozenset(label for label, z in zip(spec.output.labels, forward(
+        spec, string, AttentionSettings("saturated")).logits[-1]) if z > 0)
+        for string in (first, second)]
+    assert len(first) % 2 != len(second) % 2 and answers[0] != answers[1]
+    assert ("<eos>" in answers[0]) == (len(first) % 2 == 0)
