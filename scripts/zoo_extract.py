@@ -19,6 +19,7 @@ from pathlib import Path
 from zoo_table import LANGUAGES  # this folder is on the path of a script run from it
 
 import languages
+from satsim.analysis.harden import heads_of
 from satsim.errors import SatsimError
 from satsim.model.io import load_spec
 from satsim.rasp.automata import language_dfa
@@ -35,18 +36,12 @@ EXHAUSTIVE = 1_000_000
 """The most strings of the exhaustive check (every string to --max-len, or as far as fits)."""
 
 
-def kinds(spec) -> list[str]:
-    """Every head's kind, layer.head:kind."""
-    return [f"{layer}.{h}:{kind}" for layer, block in enumerate(spec.blocks)
-            if block.attn is not None for h, kind in enumerate(block.attn.head_kinds)]
-
-
 def row(path: Path, out: Path, max_len: int, n_random: int, random_len: int) -> str:
     """One hybrid's line: its heads, and the program's size and check, or the refusal."""
     spec = load_spec(path)
-    heads = kinds(spec)
+    heads = heads_of(spec)
     name = path.name.removesuffix(".safetensors")
-    if any(h.endswith(":soft") for h in heads):
+    if any(spec.blocks[layer].attn.head_kinds[h] == "soft" for layer, h in heads):
         return f"| {name} | {len(heads)} | some head is soft: no program sought | | | | |"
     start = time.perf_counter()
     try:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from satsim.errors import SatsimError
+from satsim.model.architecture import steps
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import ModelSpec
 from satsim.rasp import intervals
@@ -102,18 +103,16 @@ def _check_supported(spec: ModelSpec) -> None:
             raise NotExtractable(f"head 0.{h} has the {mask} mask; this extraction handles causal")
 
 
-def _norm(x: np.ndarray, ln) -> np.ndarray:
-    """The norm ``ln`` when the model has one at that place."""
-    return x if ln is None else layer_norm(x, ln)
-
-
 class _Layer:
     """The layer's input rows of every (symbol, position), and each head's scores and outputs."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
-        block = spec.blocks[0]
-        self.attn = block.attn
+        attention, *feed_forward = steps(spec)  # one block: its norms where the walk puts them
+        self.attn = attention.branches[0].module
+        self.b_O = np.zeros(spec.d_model) if self.attn.b_O is None else \
+            self.attn.b_O.astype(np.float64)
+        self.mlp = feed_forward[0].branches[0] if feed_forward else None
         self.N = spec.positional.W_pos.shape[0]
         self.alphabet = tuple(t for t in spec.vocab if t != spec.bos)
         ids = [spec.vocab.index(t) for t in self.alphabet]
@@ -122,7 +121,8 @@ class _Layer:
         self.x = E[ids][:, None, :] + P[None, :, :]  # [symbol, position, d]; position 0 unused
         self.x_bos = E[spec.vocab.index(spec.bos)] + P[0]
         rows = np.concatenate([self.x.reshape(-1, self.x.shape[-1]), self.x_bos[None]])
-        q, k, v = head_inputs(_norm(rows, block.ln1 if spec.norm == "pre" else None), self.attn)
+        ln1 = attention.branches[0].norm
+        q, k, v = head_inputs(rows if ln1 is None else layer_norm(rows, ln1), self.attn)
         S, N = len(self.alphabet), self.N
         self.q = q[:, :-1].reshape(q.shape[0], S, N, -1)
         self.k = k[:, :-1].reshape(k.shape[0], S, N, -1)
@@ -134,15 +134,30 @@ class _Layer:
         self.atol, self.rtol = tie_tolerance(spec.dtype)
         self.deltas = [d if k == "tolerant-hard" else None
                        for k, d in zip(self.attn.head_kinds, self.attn.head_deltas)]
+        self._scores: dict[tuple[int, int, int], tuple[np.ndarray, float]] = {}
 
     def scores(self, h: int, s: int, p: int) -> tuple[np.ndarray, float]:
         """Head h's scores of query (symbol s, position p): keys [symbol, position 1..p], BOS.
 
         Key positions 1..p−1 hold any symbol; position p is the query itself ([s, p − 1]).
         """
-        keys = self.k[h][:, 1:p + 1]
-        return (np.einsum("e,tpe->tp", self.q[h, s, p], keys) * self.scale,
-                float(self.q[h, s, p] @ self.k_bos[h]) * self.scale)
+        if (h, s, p) not in self._scores:
+            keys = self.k[h][:, 1:p + 1]
+            self._scores[(h, s, p)] = (np.einsum("e,tpe->tp", self.q[h, s, p], keys) * self.scale,
+                                       float(self.q[h, s, p] @ self.k_bos[h]) * self.scale)
+        return self._scores[(h, s, p)]
+
+    def keys(self, h: int, s: int, p: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The keys of symbol t (−1: BOS) that head h's query (s, p) sees.
+
+        Their scores, what each writes if selected, and their positions (BOS at 0, the query
+        itself at p).
+        """
+        scores, bos = self.scores(h, s, p)
+        if t < 0:
+            return np.array([bos]), self.out_bos[h][None], np.array([0])
+        last = p if t == s else p - 1  # position p holds the query's own symbol
+        return scores[t, :last], self.out[h, t, 1:last + 1], np.arange(1, last + 1)
 
     def width(self, h: int, score: float) -> float:
         """How far below ``score`` head h's keys still tie with it, plus the safety margin."""
@@ -152,11 +167,10 @@ class _Layer:
     def decide(self, box: Box) -> Box:
         """The logits, as a box, of every layer output before the feed-forward in ``box``."""
         spec = self.spec
-        block = spec.blocks[0]
         x = box
-        if block.mlp is not None:
-            inner = intervals.layer_norm(x, block.ln2) if spec.norm == "pre" else x
-            x = intervals.add(x, intervals.feed_forward(inner, block.mlp))
+        if self.mlp is not None:
+            inner = x if self.mlp.norm is None else intervals.layer_norm(x, self.mlp.norm)
+            x = intervals.add(x, intervals.feed_forward(inner, self.mlp.module))
         if spec.ln_final is not None:
             x = intervals.layer_norm(x, spec.ln_final)
         return intervals.affine(x, spec.output.W_U.astype(np.float64), spec.output.b_U)
@@ -164,14 +178,11 @@ class _Layer:
 
 def _key_ranges(layer: _Layer, h: int, s: int, p: int) -> dict[int, tuple[float, float]]:
     """Per key symbol at query (s, p), its lowest and highest score (BOS is symbol −1)."""
-    scores, bos = layer.scores(h, s, p)
-    ranges = {-1: (bos, bos)}
-    for t in range(len(layer.alphabet)):
-        row = scores[t, :p - 1]  # other positions
-        if t == s:
-            row = np.append(row, scores[t, p - 1])  # the query itself
-        if row.size:
-            ranges[t] = (float(row.min()), float(row.max()))
+    ranges = {}
+    for t in range(-1, len(layer.alphabet)):
+        scores = layer.keys(h, s, p, t)[0]
+        if scores.size:
+            ranges[t] = (float(scores.min()), float(scores.max()))
     return ranges
 
 
@@ -254,25 +265,11 @@ def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]
     Returns the centres and radii, and per row its tie set as (symbol, position) keys (BOS is
     (−1, 0)), or None for a box.
     """
-    scores, bos = layer.scores(h, s, p)
-    keys, rows, sure, names = [], [], [], []
-    if -1 in group:
-        keys.append(bos)
-        rows.append(layer.out_bos[h][None])
-        sure.append(True)
-        names.append((-1, 0))
-    for t in group:
-        if t >= 0:
-            keys.extend(scores[t, :p - 1])
-            rows.append(layer.out[h, t, 1:p])
-            sure.extend([False] * (p - 1))
-            names.extend((t, q) for q in range(1, p))
-            if t == s:
-                keys.append(scores[t, p - 1])
-                rows.append(layer.out[h, t, p][None])
-                sure.append(True)
-                names.append((t, p))
-    keys, rows, sure = np.asarray(keys), np.concatenate(rows), np.asarray(sure)
+    found = [layer.keys(h, s, p, t) for t in group]
+    keys = np.concatenate([scores for scores, _, _ in found])
+    rows = np.concatenate([outputs for _, outputs, _ in found])
+    names = [(t, int(q)) for t, (_, _, at) in zip(group, found) for q in at]
+    sure = np.array([q in (0, p) for _, q in names])  # BOS and the query itself
     least_best = keys[sure].max() - SAFETY if sure.any() else -np.inf
     centres, radii, ties = [], [], []
     for top in np.flatnonzero(keys >= least_best):
@@ -301,7 +298,6 @@ def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
                     groups: list[list[tuple[int, ...]]]) -> frozenset[str]:
     """The next-symbol set of query symbol s when each head's best group is ``outcome``."""
     labels = layer.spec.output.labels
-    b_O = 0 if layer.attn.b_O is None else layer.attn.b_O.astype(np.float64)
     found: dict[tuple[bool, ...], tuple[int, list] | None] = {}  # decision -> where it arose
     for p in range(1, layer.N):
         parts = [_writes(layer, h, s, p, groups[h][g]) for h, g in enumerate(outcome)]
@@ -315,7 +311,7 @@ def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
             d = c.shape[-1]
             centre = (centre[:, None, :] + c[None, :, :]).reshape(-1, d)
             radius = (radius[:, None, :] + r[None, :, :]).reshape(-1, d)
-        mid, rad = layer.decide((centre + layer.x[s, p] + b_O, radius))
+        mid, rad = layer.decide((centre + layer.x[s, p] + layer.b_O, radius))
         undecided = np.abs(mid) <= rad + SAFETY
         if np.any(undecided):
             row, label = map(int, np.argwhere(undecided)[0])
@@ -461,8 +457,7 @@ def _extract(spec: ModelSpec) -> PositionalExtraction:
         for outcome in _outcomes(per_head, s, S):
             decisions[(layer.alphabet[s], outcome)] = _decide_outcome(layer, s, outcome,
                                                                       per_head)
-    bos_row = layer.x_bos + (0 if layer.attn.b_O is None else layer.attn.b_O)
-    bos_row = bos_row + layer.out_bos.sum(axis=0)  # alone, every head selects BOS itself
+    bos_row = layer.x_bos + layer.b_O + layer.out_bos.sum(axis=0)  # BOS alone attends to itself
     start_logits = layer.decide((bos_row[None], np.zeros((1, bos_row.size))))[0][0]
     if np.any(np.abs(start_logits) <= SAFETY):
         raise NotExtractable(f"after BOS alone a logit is within {SAFETY} of 0")
@@ -608,14 +603,18 @@ def label_name(label: str) -> str:
     return f"next_{_ident(label)}"
 
 
-def predicted_sets(program, labels: tuple[str, ...], string: str) -> list[frozenset[str]]:
-    """The program's next-symbol sets after each prefix of ``string``, BOS alone first."""
+def predicted_sets(program, labels: tuple[str, ...], string: str,
+                   start: list[frozenset[str]] | None = None) -> list[frozenset[str]]:
+    """The program's next-symbol sets after each prefix of ``string``, BOS alone first.
+
+    ``start``: that first set, ``predicted_sets(program, labels, "")``, when already known.
+    """
     def sets(values: dict, rows) -> list[frozenset[str]]:
         return [frozenset(lb for lb in labels
                           if label_name(lb) in values and values[label_name(lb)][i])
                 for i in rows]
 
-    first = sets(run(program, ""), [0])
+    first = start if start is not None else sets(run(program, ""), [0])
     return first + (sets(run(program, string), range(len(string))) if string else [])
 
 
@@ -625,5 +624,6 @@ def check_positional(spec: ModelSpec, text: str, strings: list[str]) -> list[str
 
     program = parse_program(text, "brasp", "<extracted program>")
     labels = spec.output.labels
+    start = predicted_sets(program, labels, "")
     return [string for string, sets in zip(strings, Simulator(spec).next_symbols(strings))
-            if predicted_sets(program, labels, string) != list(sets)]
+            if predicted_sets(program, labels, string, start) != list(sets)]

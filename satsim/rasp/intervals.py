@@ -15,6 +15,7 @@ from functools import cache
 import numpy as np
 
 from satsim.model.spec import FeedForwardSpec, LayerNormSpec
+from satsim.reference import forward as reference
 from satsim.reference.forward import ACTIVATION_FUNCTIONS
 
 Box = tuple[np.ndarray, np.ndarray]
@@ -53,14 +54,15 @@ def layer_norm(box: Box, ln: LayerNormSpec) -> Box:
     square_lo = np.where(lo > 0, lo**2, np.where(hi < 0, hi**2, 0.0))
     inv_hi = 1 / np.sqrt(square_lo.mean(axis=-1, keepdims=True) + ln.eps)
     inv_lo = 1 / np.sqrt(square_hi.mean(axis=-1, keepdims=True) + ln.eps)
-    y_lo = np.minimum(lo * inv_lo, lo * inv_hi)
-    y_hi = np.maximum(hi * inv_lo, hi * inv_hi)
-    exact = (radius == 0).all(axis=-1, keepdims=True)  # a point: the norm's own formula
-    point = c_mid / np.sqrt((c_mid**2).mean(axis=-1, keepdims=True) + ln.eps)
-    centre, radius = _from_bounds(np.where(exact, point, y_lo), np.where(exact, point, y_hi))
+    out_centre, out_radius = _from_bounds(np.minimum(lo * inv_lo, lo * inv_hi),
+                                          np.maximum(hi * inv_lo, hi * inv_hi))
     if ln.w is not None:
-        centre, radius = centre * ln.w, radius * np.abs(ln.w)
-    return (centre if ln.b is None else centre + ln.b), radius
+        out_centre, out_radius = out_centre * ln.w, out_radius * np.abs(ln.w)
+    if ln.b is not None:
+        out_centre = out_centre + ln.b
+    exact = (radius == 0).all(axis=-1, keepdims=True)  # a point: the norm's own formula
+    return (np.where(exact, reference.layer_norm(centre, ln), out_centre),
+            np.where(exact, 0.0, out_radius))
 
 
 @cache
