@@ -5,23 +5,24 @@ These are the GPT-2 models of lacoco-lab/decompiling_transformers, hardened (doc
 Such a model reads at most N − 1 symbols (its position table has N rows), so every position is
 one of finitely many, and the analysis enumerates them instead of closing classes symbolically:
 
-1. **Key groups.** For a head and a query symbol, the score of every key (symbol, position)
-   against every query position is computed from the weights (the layer's input is the token
-   row plus the position row, whatever the rest of the string). Key symbols whose score ranges
-   overlap at some query position are merged into one group; the groups must then be strictly
-   ordered at every query position, by more than the tie width plus ``SAFETY``. So the head
-   attends to the best group present in the prefix, whatever the positions.
+1. **Key groups.** For a head, a query symbol and a query position, the score of every key
+   (symbol, position) is computed from the weights (the layer's input is the token row plus
+   the position row, whatever the rest of the string). Key symbols whose score ranges overlap
+   there are merged into one group; the groups must then be strictly ordered, by more than the
+   tie width plus ``SAFETY``. So at that position the head attends to the best group present
+   in the prefix; the order may differ from one position to the next.
 2. **Ties.** Inside a group, keys of different positions may score within the tie width (the
    default tolerance, or δ of a tolerant-hard head) of each other; then the head writes their
    mean. Every such mean is enumerated: a best key with any subset of the keys within the tie
    width (plus ``SAFETY``) below it, at most ``MAX_TIE`` of them, else their outputs' box.
-3. **Decisions.** For every query symbol and position and every combination of what each head
-   writes (any key of its best group or mean of tied keys, at any allowed position: an
-   over-approximation, since it ignores that the keys come from one string), the model's own
-   arithmetic (the feed-forward, the final norm and the readout, over boxes of
-   :mod:`satsim.rasp.intervals` where many keys may tie) gives the next-symbol set, every logit
-   farther than ``SAFETY`` from 0. All combinations with the same best groups must give
-   the same set; that set is then a function of the query symbol and which groups are present.
+3. **Decisions.** For every query symbol, every set of other symbols before it, and every
+   position those fit in, each head attends to the symbols of its best group present; every
+   combination of what the heads write (any such key or mean of tied keys, at any allowed
+   position: an over-approximation, since it ignores that the keys come from one string) goes
+   through the model's own arithmetic (the feed-forward, the final norm and the readout, over
+   boxes of :mod:`satsim.rasp.intervals` where many keys may tie), every logit farther than
+   ``SAFETY`` from 0. All positions and combinations must give the same next-symbol set; that
+   set is then a function of the query symbol and the symbols seen before it.
 
 When the three hold, the program equals the model on every input up to N − 1 symbols (up to
 the float32 rounding that ``SAFETY`` covers); otherwise extraction is refused, naming the head,
@@ -63,19 +64,19 @@ END_LABELS = ("<eos>", "eos", "$")
 
 @dataclass
 class PositionalExtraction:
-    """Per head and query symbol, key groups best first; the decision of each outcome."""
+    """The next-symbol set after each (last symbol, set of other symbols before it)."""
 
     spec: ModelSpec
     alphabet: tuple[str, ...]
-    groups: list[dict[str, list[tuple[str, ...]]]]  # per head, per query symbol; BOS is "<bos>"
-    decisions: dict[tuple[str, tuple[int, ...]], frozenset[str]]  # (symbol, group per head)
+    heads: int
+    decisions: dict[tuple[str, frozenset[str]], frozenset[str]]
     start: frozenset[str]  # the set predicted after BOS alone
     max_symbols: int
 
     def summary(self) -> dict:
         """Heads, outcomes and the certificate, as JSON."""
         return {"certified": True, "certified_up_to_tokens": self.max_symbols,
-                "heads": len(self.groups), "outcomes": len(self.decisions)}
+                "heads": self.heads, "outcomes": len(self.decisions)}
 
 
 def _check_supported(spec: ModelSpec) -> None:
@@ -135,6 +136,8 @@ class _Layer:
         self.deltas = [d if k == "tolerant-hard" else None
                        for k, d in zip(self.attn.head_kinds, self.attn.head_deltas)]
         self._scores: dict[tuple[int, int, int], tuple[np.ndarray, float]] = {}
+        self.orders: dict[tuple[int, int, int], list[tuple[int, ...]]] = {}  # see _order
+        self.decided: dict[tuple, dict] = {}  # see _decisions_at
 
     def scores(self, h: int, s: int, p: int) -> tuple[np.ndarray, float]:
         """Head h's scores of query (symbol s, position p): keys [symbol, position 1..p], BOS.
@@ -186,72 +189,45 @@ def _key_ranges(layer: _Layer, h: int, s: int, p: int) -> dict[int, tuple[float,
     return ranges
 
 
-def _groups(layer: _Layer, h: int, s: int) -> list[tuple[int, ...]]:
-    """The key groups of head h for query symbol s, best first, certified at every position."""
-    parent = {t: t for t in range(-1, len(layer.alphabet))}
+def _order(layer: _Layer, h: int, s: int, p: int) -> list[tuple[int, ...]]:
+    """Head h's key groups at query (symbol s, position p), best first, strictly ordered.
+
+    Key symbols whose score ranges overlap (within the tie width) are one group; the groups
+    must then lie apart by more than the tie width, else the extraction is refused.
+    """
+    if (h, s, p) in layer.orders:
+        return layer.orders[(h, s, p)]
+    ranges = _key_ranges(layer, h, s, p)
+    parent = {t: t for t in ranges}
 
     def find(t: int) -> int:
         while parent[t] != t:
             t = parent[t]
         return t
 
-    all_ranges = [_key_ranges(layer, h, s, p) for p in range(1, layer.N)]
-    for ranges in all_ranges:
-        for a, b in itertools.combinations(ranges, 2):
-            (lo_a, hi_a), (lo_b, hi_b) = ranges[a], ranges[b]
-            w = layer.width(h, max(abs(lo_a), abs(hi_a), abs(lo_b), abs(hi_b)))
-            if lo_a <= hi_b + w and lo_b <= hi_a + w:
-                parent[find(a)] = find(b)
+    for a, b in itertools.combinations(ranges, 2):
+        (lo_a, hi_a), (lo_b, hi_b) = ranges[a], ranges[b]
+        w = layer.width(h, max(abs(lo_a), abs(hi_a), abs(lo_b), abs(hi_b)))
+        if lo_a <= hi_b + w and lo_b <= hi_a + w:
+            parent[find(a)] = find(b)
     members: dict[int, list[int]] = {}
     for t in parent:
         members.setdefault(find(t), []).append(t)
-    groups = [tuple(sorted(m)) for m in members.values()]
-    order = None
-    for p, ranges in enumerate(all_ranges, start=1):
-        spans = {g: (min(ranges[t][0] for t in g if t in ranges),
-                     max(ranges[t][1] for t in g if t in ranges))
-                 for g in groups if any(t in ranges for t in g)}
-        ranked = sorted(spans, key=lambda g: -spans[g][1])
-        for better, worse in zip(ranked, ranked[1:]):
-            w = layer.width(h, max(map(abs, spans[better] + spans[worse])))
-            if spans[better][0] <= spans[worse][1] + w:
-                raise NotExtractable(f"head 0.{h}, query {layer.alphabet[s]!r} at position {p}: "
-                                     "its key groups are not strictly ordered")
-        order = _merged_order(order, ranked, h, layer.alphabet[s])
-    return order
-
-
-def _merged_order(order, ranked, h, symbol):
-    """The order of the groups over all positions so far; refused when two positions disagree."""
-    if order is None:
-        return list(ranked)
-    seen = [g for g in order if g in ranked]
-    if seen != [g for g in ranked if g in order]:
-        raise NotExtractable(f"head 0.{h}, query {symbol!r}: the order of its key groups changes "
-                             "with the position")
-    for g in ranked:  # a group first present at a later position: placed by its neighbours
-        if g not in order:
-            at = ranked.index(g)
-            following = [x for x in ranked[at + 1:] if x in order]
-            order.insert(order.index(following[0]) if following else len(order), g)
-    return order
+    spans = {tuple(sorted(m)): (min(ranges[t][0] for t in m), max(ranges[t][1] for t in m))
+             for m in members.values()}
+    ranked = sorted(spans, key=lambda g: -spans[g][1])
+    for better, worse in zip(ranked, ranked[1:]):
+        w = layer.width(h, max(map(abs, spans[better] + spans[worse])))
+        if spans[better][0] <= spans[worse][1] + w:
+            raise NotExtractable(f"head 0.{h}, query {layer.alphabet[s]!r} at position {p}: "
+                                 "its key groups are not strictly ordered")
+    layer.orders[(h, s, p)] = ranked
+    return ranked
 
 
 def _group_text(layer: _Layer, group: tuple[int, ...]) -> str:
     """A group's symbols, for messages."""
     return "{" + ", ".join("BOS" if t < 0 else repr(layer.alphabet[t]) for t in group) + "}"
-
-
-def _outcomes(groups: list[list[tuple[int, ...]]], s: int, n_symbols: int):
-    """Every tuple of best groups (one index per head) some set of present symbols gives."""
-    found = set()
-    others = [t for t in range(n_symbols) if t != s]
-    for r in range(len(others) + 1):
-        for subset in itertools.combinations(others, r):
-            present = {-1, s, *subset}
-            found.add(tuple(next(i for i, g in enumerate(order) if present & set(g))
-                            for order in groups))
-    return sorted(found)
 
 
 def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]
@@ -294,56 +270,82 @@ def _writes(layer: _Layer, h: int, s: int, p: int, group: tuple[int, ...]
     return np.array(centres).reshape(-1, d), np.array(radii).reshape(-1, d), ties
 
 
-def _decide_outcome(layer: _Layer, s: int, outcome: tuple[int, ...],
-                    groups: list[list[tuple[int, ...]]]) -> frozenset[str]:
-    """The next-symbol set of query symbol s when each head's best group is ``outcome``."""
+def _decide(layer: _Layer, s: int, present: tuple[int, ...]) -> frozenset[str]:
+    """The next-symbol set of query symbol s after exactly the other symbols ``present``.
+
+    s itself may occur before or not; the set must be one at every position.
+    """
     labels = layer.spec.output.labels
-    found: dict[tuple[bool, ...], tuple[int, list] | None] = {}  # decision -> where it arose
-    for p in range(1, layer.N):
-        parts = [_writes(layer, h, s, p, groups[h][g]) for h, g in enumerate(outcome)]
-        if any(len(c) == 0 for c, _, _ in parts):
-            continue  # some head's best group has no key at this position
-        if np.prod([len(c) for c, _, _ in parts], dtype=float) > MAX_COMBINATIONS / layer.N:
-            raise NotExtractable(f"query {layer.alphabet[s]!r}: more than {MAX_COMBINATIONS:,} "
-                                 "combinations of what the heads write to check")
-        centre, radius, ties = parts[0]
-        for c, r, _ in parts[1:]:
-            d = c.shape[-1]
-            centre = (centre[:, None, :] + c[None, :, :]).reshape(-1, d)
-            radius = (radius[:, None, :] + r[None, :, :]).reshape(-1, d)
-        mid, rad = layer.decide((centre + layer.x[s, p] + layer.b_O, radius))
-        undecided = np.abs(mid) <= rad + SAFETY
-        if np.any(undecided):
-            row, label = map(int, np.argwhere(undecided)[0])
-            raise NotExtractable(
-                f"query {layer.alphabet[s]!r} at position {p}: the logit of {labels[label]!r} "
-                f"can come within {SAFETY} of 0 ({mid[row, label] - rad[row, label]:.3g} to "
-                f"{mid[row, label] + rad[row, label]:.3g}): the decision is not certain")
-        for row, decision in enumerate(map(tuple, mid > 0)):
-            tie = ties[row] if len(parts) == 1 else None
+    found: dict[tuple[bool, ...], tuple | None] = {}  # decision -> where it arose
+    for p in range(len(present) + 1, layer.N):
+        here = {-1, s, *present}
+        orders = [_order(layer, h, s, p) for h in range(layer.attn.n_heads)]
+        places = [next(k for k, g in enumerate(order) if here & set(g)) for order in orders]
+        best = [tuple(t for t in order[k] if t in here) for order, k in zip(orders, places)]
+        for decision, where in _decisions_at(layer, s, p, best, (orders[0], places[0])).items():
             if found.get(decision) is None:
-                found[decision] = None if tie is None else (p, tie)
+                found[decision] = where
         if len(found) > 1:
             raise NotExtractable(
-                f"query {layer.alphabet[s]!r} at position {p}, best key groups "
-                + ", ".join(f"head 0.{h} {_group_text(layer, groups[h][g])}"
-                            for h, g in enumerate(outcome))
-                + ": " + _disagreement(layer, s, groups, outcome, found))
+                f"query {layer.alphabet[s]!r} at position {p} after "
+                + (_group_text(layer, present) if present else "no other symbol")
+                + ", best key groups "
+                + ", ".join(f"head 0.{h} {_group_text(layer, g)}" for h, g in enumerate(best))
+                + ": " + _disagreement(layer, s, found))
     if not found:
-        raise NotExtractable(f"query {layer.alphabet[s]!r}: an outcome with no position")
+        raise NotExtractable(f"query {layer.alphabet[s]!r}: no position holds "
+                             f"{_group_text(layer, present)}")
     (decision,) = found
     return frozenset(label for label, on in zip(labels, decision) if on)
 
 
-def _disagreement(layer: _Layer, s: int, groups, outcome, found: dict) -> str:
-    """Why one outcome has two decisions, in words.
+def _decisions_at(layer: _Layer, s: int, p: int, best: list[tuple[int, ...]],
+                  first: tuple[list, int]) -> dict[tuple[bool, ...], tuple | None]:
+    """Every decision at query (s, p) when head h attends to the symbols ``best[h]``.
+
+    Those are the present symbols of its best group present (keys of the others do not occur).
+    Each decision maps to where it arose (p, tie, and ``first``: head 0.0's order and the best
+    group's place in it) when one head writes one enumerated mean, else None.
+    """
+    key = (s, p, tuple(best))
+    if key in layer.decided:
+        return layer.decided[key]
+    parts = [_writes(layer, h, s, p, g) for h, g in enumerate(best)]
+    if np.prod([len(c) for c, _, _ in parts], dtype=float) > MAX_COMBINATIONS / layer.N:
+        raise NotExtractable(f"query {layer.alphabet[s]!r}: more than {MAX_COMBINATIONS:,} "
+                             "combinations of what the heads write to check")
+    centre, radius, ties = parts[0]
+    for c, r, _ in parts[1:]:
+        d = c.shape[-1]
+        centre = (centre[:, None, :] + c[None, :, :]).reshape(-1, d)
+        radius = (radius[:, None, :] + r[None, :, :]).reshape(-1, d)
+    mid, rad = layer.decide((centre + layer.x[s, p] + layer.b_O, radius))
+    undecided = np.abs(mid) <= rad + SAFETY
+    if np.any(undecided):
+        row, label = map(int, np.argwhere(undecided)[0])
+        raise NotExtractable(
+            f"query {layer.alphabet[s]!r} at position {p}: the logit of "
+            f"{layer.spec.output.labels[label]!r} can come within {SAFETY} of 0 "
+            f"({mid[row, label] - rad[row, label]:.3g} to {mid[row, label] + rad[row, label]:.3g})"
+            ": the decision is not certain")
+    found: dict[tuple[bool, ...], tuple | None] = {}
+    for row, decision in enumerate(map(tuple, mid > 0)):
+        tie = ties[row] if len(parts) == 1 else None
+        if found.get(decision) is None:
+            found[decision] = None if tie is None else (p, tie, *first)
+    layer.decided[key] = found
+    return found
+
+
+def _disagreement(layer: _Layer, s: int, found: dict) -> str:
+    """Why one query symbol after the same symbols has two decisions, in words.
 
     Where it can be built and checked: a pair of strings on which the model itself differs. Else
     only that the keys the analysis admits differ.
     """
     sources = [where for where in found.values() if where is not None]
-    if len(outcome) == 1 and len(sources) >= 2:
-        strings = [_witness(layer, s, groups[0], outcome[0], p, tie) for p, tie in sources[:2]]
+    if len(sources) >= 2:
+        strings = [_witness(layer, s, order, g, p, tie) for p, tie, order, g in sources[:2]]
         if None not in strings:
             from satsim.engine.simulator import Simulator
 
@@ -448,24 +450,21 @@ def seen_set_witness(spec: ModelSpec, budget: int = 20_000
 def _extract(spec: ModelSpec) -> PositionalExtraction:
     """The analysis of :func:`extract_positional`, on a supported model."""
     layer = _Layer(spec)
-    n_heads = layer.attn.n_heads
     S = len(layer.alphabet)
-    groups = [[_groups(layer, h, s) for s in range(S)] for h in range(n_heads)]
     decisions = {}
     for s in range(S):
-        per_head = [groups[h][s] for h in range(n_heads)]
-        for outcome in _outcomes(per_head, s, S):
-            decisions[(layer.alphabet[s], outcome)] = _decide_outcome(layer, s, outcome,
-                                                                      per_head)
+        others = [t for t in range(S) if t != s]
+        for r in range(min(len(others), layer.N - 2) + 1):
+            for present in itertools.combinations(others, r):
+                seen = frozenset(layer.alphabet[t] for t in present)
+                decisions[(layer.alphabet[s], seen)] = _decide(layer, s, present)
     bos_row = layer.x_bos + layer.b_O + layer.out_bos.sum(axis=0)  # BOS alone attends to itself
     start_logits = layer.decide((bos_row[None], np.zeros((1, bos_row.size))))[0][0]
     if np.any(np.abs(start_logits) <= SAFETY):
         raise NotExtractable(f"after BOS alone a logit is within {SAFETY} of 0")
     start = frozenset(label for label, z in zip(spec.output.labels, start_logits) if z > 0)
-    named = [{layer.alphabet[s]: [tuple(spec.bos if t < 0 else layer.alphabet[t] for t in g)
-                                  for g in groups[h][s]] for s in range(S)}
-             for h in range(n_heads)]
-    return PositionalExtraction(spec, layer.alphabet, named, decisions, start, layer.N - 1)
+    return PositionalExtraction(spec, layer.alphabet, layer.attn.n_heads, decisions, start,
+                                layer.N - 1)
 
 
 def _ident(text: str) -> str:
@@ -539,29 +538,22 @@ def _minimal_dnf(names: list[str], truth: dict[tuple[bool, ...], bool]) -> str:
 
 def write_positional_program(ex: PositionalExtraction) -> str:
     """The B-RASP program: presence of key groups, ``next_<label>`` per label, and ``accept``."""
-    bos = ex.spec.bos
     lines: dict[str, str] = {}
 
-    def seen(group: tuple[str, ...]) -> str:
-        name = "seen_" + "_or_".join(_ident(t) for t in group)
-        lines.setdefault(name, "leftmost(j < i, " + _any([f'Q("{t}")[j]' for t in group])
-                         + ", True, default=False)")
+    def seen(symbol: str) -> str:
+        name = f"seen_{_ident(symbol)}"
+        lines.setdefault(name, f'leftmost(j < i, Q("{symbol}")[j], True, default=False)')
         return name
 
     def per_symbol(symbol: str, label: str) -> str:
         """Whether ``label`` is predicted at a position holding ``symbol``, from what it saw."""
-        orders = [ex.groups[h][symbol] for h in range(len(ex.groups))]
-        always = [[bos in g or symbol in g for g in order] for order in orders]
-        variables = sorted({g for order, fixed in zip(orders, always)
-                            for g, known in zip(order, fixed) if not known})
+        others = [t for t in ex.alphabet if t != symbol]
         truth = {}
-        for row in itertools.product((False, True), repeat=len(variables)):
-            value = dict(zip(variables, row))
-            outcome = tuple(next(i for i, (g, known) in enumerate(zip(order, fixed))
-                                 if known or value[g]) for order, fixed in zip(orders, always))
-            if (symbol, outcome) in ex.decisions:  # else no string gives this combination
-                truth[row] = label in ex.decisions[(symbol, outcome)]
-        return _minimal_dnf([seen(g) for g in variables], truth)
+        for row in itertools.product((False, True), repeat=len(others)):
+            present = frozenset(t for t, on in zip(others, row) if on)
+            if (symbol, present) in ex.decisions:  # else no input this long holds them all
+                truth[row] = label in ex.decisions[(symbol, present)]
+        return _minimal_dnf([seen(t) for t in others], truth)
 
     lines["at_start"] = _all([f'not Q("{t}")' for t in ex.alphabet])  # BOS alone: n = 0
     next_names = {}
