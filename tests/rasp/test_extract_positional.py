@@ -180,12 +180,13 @@ def test_extract_lang_decides_whether_accept_is_the_language(tmp_path):
     assert "--lang tomita1 reads '01'; the model reads 'abcd'" in str(other.exception)
 
 
-def tiny_gpt2(seed: int, position_scale: float, sharpness: float, heads: int) -> ModelSpec:
-    """A random one-layer pre-LN GPT-2-shaped next-symbol model over "ab" with 7 positions
+def tiny_gpt2(seed: int, position_scale: float, sharpness: float, heads: int,
+              n_ctx: int = 7) -> ModelSpec:
+    """A random one-layer pre-LN GPT-2-shaped next-symbol model over "ab" with n_ctx positions
     (tests/support/helpers.random_spec), its positions and its scores scaled."""
     spec = random_spec(seed, d_model=4, n_layers=1, n_heads=heads, d_head=4 // heads, d_mlp=8,
                        norm="pre", positional="learned", task="next-symbol", dtype=np.float32,
-                       n_ctx=7, activation="gelu_tanh")
+                       n_ctx=n_ctx, activation="gelu_tanh")
     block = spec.blocks[0]
     attn = replace(block.attn, W_Q=block.attn.W_Q * np.float32(sharpness),
                    W_K=block.attn.W_K * np.float32(sharpness))
@@ -209,6 +210,36 @@ def test_a_certified_program_equals_the_model_on_every_string_it_can_read(
     assert check_positional(spec, text, every) == []
 
 
+def with_symbol_c(spec: ModelSpec, seed: int) -> ModelSpec:
+    """``spec`` over "abc": a random embedding row for c and a readout column for its label."""
+    rng = np.random.default_rng(seed)
+    d = spec.W_E.shape[1]
+    W_U, b_U = spec.output.W_U, spec.output.b_U
+    return replace(
+        spec, vocab=(*spec.vocab, "c"),
+        W_E=np.concatenate([spec.W_E, 3 * rng.standard_normal((1, d)).astype(np.float32)]),
+        output=replace(spec.output, labels=("a", "b", "c", "<eos>"),
+                       W_U=np.concatenate([W_U[:, :2], rng.standard_normal((d, 1)).astype(
+                           np.float32) / 2, W_U[:, 2:]], axis=1),
+                       b_U=np.concatenate([b_U[:2], [np.float32(0.3 * rng.standard_normal())],
+                                           b_U[2:]]).astype(np.float32)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), position_scale=st.sampled_from([0.0, 1e-3, 0.05, 0.3]),
+       sharpness=st.sampled_from([0.3, 1.0, 3.0, 10.0]), heads=st.sampled_from([1, 2]))
+def test_a_certified_program_over_three_symbols_equals_the_model(
+        seed, position_scale, sharpness, heads):
+    """Three symbols: decisions per set of symbols seen (every subset of the other two)."""
+    spec = with_symbol_c(tiny_gpt2(seed, position_scale, sharpness, heads, n_ctx=6), seed)
+    try:
+        text = write_positional_program(extract_positional(spec))
+    except NotExtractable:
+        return
+    every, _ = all_strings_up_to(("a", "b", "c"), 5)
+    assert check_positional(spec, text, every) == []
+
+
 def test_random_models_are_often_certified():
     """The property above is not vacuous: most random models with small positions certify."""
     certified = 0
@@ -219,6 +250,15 @@ def test_random_models_are_often_certified():
         except NotExtractable:
             pass
     assert certified >= 10
+    over_abc = 0
+    for seed in range(20):
+        try:
+            text = write_positional_program(extract_positional(
+                with_symbol_c(tiny_gpt2(seed, 0.05, 1.0, 1, n_ctx=6), seed)))
+            over_abc += "seen_" in text  # a decision that reads the symbols seen
+        except NotExtractable:
+            pass
+    assert over_abc >= 3
 
 
 @settings(max_examples=60, deadline=None)
