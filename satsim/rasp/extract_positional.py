@@ -96,12 +96,17 @@ def _check_supported(spec: ModelSpec) -> None:
         raise NotExtractable(f"a B-RASP program reads one-character symbols; this model reads "
                              f"{long[0]!r}")
     attn = spec.blocks[0].attn
-    for h, (kind, mask) in enumerate(zip(attn.head_kinds, attn.head_masks)):
+    for h, mask in enumerate(attn.head_masks):
+        if mask != "causal":
+            raise NotExtractable(f"head 0.{h} has the {mask} mask; this extraction handles causal")
+
+
+def _check_hard(spec: ModelSpec) -> None:
+    """Refuse a head that is not hard (a counter or soft), naming it."""
+    for h, kind in enumerate(spec.blocks[0].attn.head_kinds):
         if kind not in ("run", "saturated", "tolerant-hard"):
             raise NotExtractable(f"head 0.{h} is {kind}: this extraction handles saturated and "
                                  "tolerant-hard heads")
-        if mask != "causal":
-            raise NotExtractable(f"head 0.{h} has the {mask} mask; this extraction handles causal")
 
 
 class _Layer:
@@ -364,7 +369,7 @@ def _disagreement(layer: _Layer, s: int, found: dict) -> str:
 def _string_text(string: str) -> str:
     """A string for messages: itself when short, else its runs (``0^146 1^2 0``)."""
     runs = [(symbol, len(list(group))) for symbol, group in itertools.groupby(string)]
-    if len(string) <= 40 or len(runs) > 8:
+    if len(string) <= 12 or len(runs) > 8:
         return repr(string) if len(string) <= 40 else f"{string[:20]!r}…{string[-10:]!r}"
     return "'" + " ".join(s if n == 1 else f"{s}^{n}" for s, n in runs) + "'"
 
@@ -410,6 +415,18 @@ def extract_positional(spec: ModelSpec) -> PositionalExtraction:
     """
     _check_supported(spec)
     try:
+        _check_hard(spec)
+    except NotExtractable as refusal:
+        pair = counts_witness(spec)
+        if pair is None:
+            raise
+        (first, first_set), (second, second_set) = pair
+        raise NotExtractable(
+            f"{refusal}; and the model itself predicts {_set_text(first_set)} after "
+            f"{_string_text(first)} and {_set_text(second_set)} after {_string_text(second)}, "
+            "which end in the same symbol and hold as many of each symbol: no program over the "
+            "current symbol and the symbol counts equals it") from None
+    try:
         return _extract(spec)
     except NotExtractable as refusal:
         if "the model itself" in str(refusal):
@@ -444,6 +461,38 @@ def seen_set_witness(spec: ModelSpec, budget: int = 20_000
         if key in seen and seen[key][1] != sets[-1]:
             return seen[key], (string, sets[-1])
         seen.setdefault(key, (string, sets[-1]))
+    return None
+
+
+def counts_witness(spec: ModelSpec, pairs: int = 1_000, chunk: int = 100
+                   ) -> tuple[tuple[str, frozenset], tuple[str, frozenset]] | None:
+    """Two strings the model answers differently: same last symbol, as many of each symbol.
+
+    Per length from 2 to the longest input, in turn, random counts of the symbols are laid out
+    in blocks in the alphabet's order and in the reverse order, the same last symbol after
+    both (``pairs`` pairs, seed 0, read ``chunk`` pairs at a time, shortest first); None if no
+    pair differs.
+    """
+    from satsim.engine.simulator import Simulator
+
+    alphabet = tuple(t for t in spec.vocab if t != spec.bos)
+    longest = spec.positional.W_pos.shape[0] - 1
+    rng = np.random.default_rng(0)
+    candidates = []
+    for k in range(pairs):
+        length = 2 + k * (longest - 1) // pairs
+        counts = rng.multinomial(length - 1, [1 / len(alphabet)] * len(alphabet))
+        last = alphabet[rng.integers(len(alphabet))]
+        blocks = [symbol * n for symbol, n in zip(alphabet, counts)]
+        if sum(n > 0 for n in counts) > 1:
+            candidates.append(("".join(blocks) + last, "".join(reversed(blocks)) + last))
+    simulator = Simulator(spec)
+    for start in range(0, len(candidates), chunk):
+        batch = candidates[start:start + chunk]
+        answers = simulator.next_symbols([w for pair in batch for w in pair])
+        for (first, second), a, b in zip(batch, answers[::2], answers[1::2]):
+            if a[-1] != b[-1]:
+                return (first, a[-1]), (second, b[-1])
     return None
 
 

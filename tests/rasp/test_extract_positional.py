@@ -113,6 +113,26 @@ def test_a_counting_head_is_refused_by_name():
         extract_positional(type(spec)(**{**spec.__dict__, "blocks": blocks}))
 
 
+def test_a_counter_is_refused_with_two_strings_of_the_same_counts_it_answers_differently():
+    """D_2's head as the hybrid's score-class(0.00158): the answer is not a function of the
+    symbol counts; the reference forward pass (not the engine) confirms the quoted strings."""
+    spec = from_hf_gpt2(ZOO + "bce_D2")
+    block = spec.blocks[0]
+    spec = replace(spec, blocks=(replace(block, attn=replace(
+        block.attn, kind=("score-class",), delta=(0.00158,))),))
+    with pytest.raises(NotExtractable, match="symbol counts equals it") as refusal:
+        extract_positional(spec)
+    quoted = re.findall(r"after '([ab^0-9 ]+)'", str(refusal.value))
+    first, second = ("".join(symbol * int(n or 1) for symbol, n in
+                             re.findall(r"([ab])(?:\^(\d+))?", text)) for text in quoted)
+    assert first != second and first[-1] == second[-1]
+    assert sorted(first) == sorted(second)
+    answers = [frozenset(label for label, z in zip(spec.output.labels, forward(
+        spec, string, AttentionSettings("saturated")).logits[-1]) if z > 0)
+        for string in (first, second)]
+    assert answers[0] != answers[1]
+
+
 def test_symbols_longer_than_one_character_are_refused_by_name():
     spec = tiny_gpt2(0, 0.05, 1.0, 1)
     with pytest.raises(NotExtractable, match="reads 'ab'"):
