@@ -1,12 +1,18 @@
-"""The DFA of a B-RASP program whose attentions look only at the past, except at the end.
+"""The DFA of a B-RASP program, its attentions looking at the past, the future or everywhere.
 
-Reading left to right, each attention keeps, per value of what its score reads at the query,
-the key-side reads of the leftmost (rightmost) qualifying position seen so far; with those,
-every definition at the next position follows from its symbol. The states are these memories
-(and whether ``accept`` holds at the position just read), found breadth first from the empty
-string. A ``j > i`` or ``True`` attention is exact here only at the last position (there it
-sees no future, or every position so far), so it may feed ``accept`` at the last position but
-no vector read at another position; a program where it does is refused.
+Two deterministic automata are built together, in program order: a left one reads the prefix
+before a position (left to right) and a right one the suffix after it (right to left), so that
+every definition at position i is a function of (L_i, w_i, R_i). A past attention adds to the
+left automaton a memory per state of the right automaton built so far: at a prefix, for each
+suffix state that may follow, the key-side reads of its leftmost (rightmost) qualifying
+position (the keys' own values depend on the suffix). A future attention adds the mirror image
+to the right automaton, and an attention over every position adds both (the query itself in
+between). Memories of attentions with the same mask, side and score are one.
+
+At the last position the suffix is empty, so the language's automaton is the left one with
+``accept`` read there; its states are found breadth first from the empty string, then
+minimised. Each automaton's states are numbered per number of memories (a state is the state
+before its last memory, and that memory), so a definition reads only the memories it needs.
 """
 
 from __future__ import annotations
@@ -23,22 +29,9 @@ from satsim.rasp.brasp import accepts
 from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Or, Program, Symbol
 
 MAX_DFA_STATES = 100_000
-"""The most states the left-to-right construction may reach before it is refused."""
-
-
-def _names(node: Node) -> list[tuple[str, str | None]]:
-    """(name, index) of every vector ``node`` reads (index "i"/"j" inside attention, else None)."""
-    if isinstance(node, Name):
-        return [(node.name, None)]
-    if isinstance(node, At):
-        return [(name, node.index) for name, _ in _names(node.vector)]
-    if isinstance(node, Attend):
-        return _names(node.score) + _names(node.value) + _names(node.default)
-    if isinstance(node, Not):
-        return _names(node.arg)
-    if isinstance(node, (And, Or)):
-        return [read for arg in node.args for read in _names(arg)]
-    return []
+"""The most states either automaton, or the language's machine, may reach before refusal."""
+LEFT, RIGHT = 0, 1
+"""The two automata: prefixes read left to right, suffixes read right to left."""
 
 
 def _reads(node: Node, index: str) -> list[At]:
@@ -52,25 +45,6 @@ def _reads(node: Node, index: str) -> list[At]:
     return []
 
 
-def _check_past_only(program: Program) -> None:
-    """Refuse a program where a j > i or True attention feeds a vector read elsewhere."""
-    exprs = {d.name: d.expr for d in program.definitions}
-    anywhere: set[str] = set()
-    todo = [name for d in program.definitions for name, index in _names(d.expr) if index == "j"]
-    while todo:
-        name = todo.pop()
-        if name in anywhere or name not in exprs:
-            continue
-        anywhere.add(name)
-        todo.extend(n for n, _ in _names(exprs[name]))
-    for name in sorted(anywhere):
-        if any(isinstance(sub, Attend) and sub.mask != "past"
-               for sub in (exprs[name], *_subnodes(exprs[name]))):
-            raise SatsimError(f"{name} looks at the future or at every position and is read "
-                              "at other positions: the left-to-right DFA construction does "
-                              "not cover it")
-
-
 def _subnodes(node: Node) -> list[Node]:
     """Every node below ``node``."""
     if isinstance(node, Not):
@@ -78,6 +52,21 @@ def _subnodes(node: Node) -> list[Node]:
     if isinstance(node, (And, Or)):
         return [n for arg in node.args for n in (arg, *_subnodes(arg))]
     return []
+
+
+def _names(node: Node) -> set[str]:
+    """The definitions ``node`` reads (at i or at j)."""
+    if isinstance(node, Name):
+        return {node.name}
+    if isinstance(node, At):
+        return _names(node.vector)
+    if isinstance(node, Attend):
+        return _names(node.score) | _names(node.value) | _names(node.default)
+    if isinstance(node, Not):
+        return _names(node.arg)
+    if isinstance(node, (And, Or)):
+        return set().union(*(_names(arg) for arg in node.args))
+    return set()
 
 
 def _intern(node: Node, table: dict) -> Node:
@@ -94,141 +83,275 @@ def _intern(node: Node, table: dict) -> Node:
     return table.setdefault(node, node)
 
 
-class _Machine:
-    """The program as a left-to-right machine over attention memories.
+class _Memory:
+    """Attentions with one mask, side and score: their qualifying keys are the same."""
 
-    Its expressions are interned (equal subtrees are one object), so attentions and their reads
-    are looked up by ``id`` (hashing a syntax node hashes its whole subtree), and compiled once
-    into nested closures, which every step of every state calls.
-    """
+    def __init__(self, attend: Attend) -> None:
+        self.mask, self.side, self.score = attend.mask, attend.side, attend.score
+        self.i_reads = _reads(attend.score, "i")
+        self.j_reads = list(_reads(attend.score, "j"))  # and of every value that shares it
+        self.slots = list(itertools.product((False, True), repeat=len(self.i_reads)))
+        self.parts: list[int | None] = [None, None]  # its memory in the left, right automaton
+        self.defined: set[str] = set()  # the definitions before it
+
+    def add_reads(self, attend: Attend) -> None:
+        """Keep the key-side reads of another attention's value too."""
+        self.j_reads += [r for r in _reads(attend.value, "j") if r not in self.j_reads]
+
+
+class _Automaton:
+    """One side's states, numbered per number of memories, and their transitions."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[_Memory, int]] = []  # memory, the other side's count then
+        self.keys: list[list[tuple]] = [[()]]  # per count: (state before the last memory, value)
+        self.numbers: list[dict] = [{(): 0}]
+        self.values: list[list[tuple]] = []  # per memory: its distinct values
+        self.value_numbers: list[dict] = []
+        self.moves: list[dict] = [{}]
+        self.starts = [0]
+        self.reached: dict[int, int] = {0: 1}
+        self.fewer: dict[tuple[int, int, int], int] = {}  # see before
+
+    def number(self, count: int, key: tuple) -> int:
+        """The state of ``count`` memories with this key."""
+        if key not in self.numbers[count]:
+            if len(self.keys[count]) >= MAX_DFA_STATES:
+                raise SatsimError(f"the program's automata pass {MAX_DFA_STATES} states")
+            self.numbers[count][key] = len(self.keys[count])
+            self.keys[count].append(key)
+        return self.numbers[count][key]
+
+    def value_number(self, part: int, value: tuple) -> int:
+        """The number of one memory's value."""
+        numbers = self.value_numbers[part]
+        if value not in numbers:
+            numbers[value] = len(self.values[part])
+            self.values[part].append(value)
+        return numbers[value]
+
+    def before(self, count: int, state: int, fewer: int) -> int:
+        """The state with only the first ``fewer`` memories."""
+        assert fewer <= count, (fewer, count)
+        key = (count, state, fewer)
+        if key not in self.fewer:
+            earlier = state
+            for k in range(count, fewer, -1):
+                earlier = self.keys[k][earlier][0]
+            self.fewer[key] = earlier
+        return self.fewer[key]
+
+    def memory(self, count: int, state: int, part: int) -> tuple:
+        """The value of memory ``part`` in a state of ``count`` memories."""
+        return self.values[part][self.keys[part + 1][self.before(count, state, part + 1)][1]]
+
+
+class _TwoWay:
+    """The left and right automata of a program, and its definitions at (L_i, w_i, R_i)."""
 
     def __init__(self, program: Program) -> None:
         table: dict = {}
-        self.exprs = [(d.name, _intern(d.expr, table)) for d in program.definitions]
-        found = [sub for _, expr in self.exprs for sub in (expr, *_subnodes(expr))
-                 if isinstance(sub, Attend)]
-        self.attends = list({id(a): a for a in found}.values())
-        self.slot = {id(a): k for k, a in enumerate(self.attends)}
-        self.i_reads = [_reads(a.score, "i") for a in self.attends]
-        self.j_reads = [list(dict.fromkeys(_reads(a.score, "j") + _reads(a.value, "j")))
-                        for a in self.attends]
-        self.i_all = [list(dict.fromkeys(reads + _reads(a.value, "i") + _reads(a.default, "i")))
-                      for reads, a in zip(self.i_reads, self.attends)]
-        self.envs = [[{id(r): bit for r, bit in zip(reads, bits)}
-                      for bits in itertools.product((False, True), repeat=len(reads))]
-                     for reads in self.i_reads]
-        # every formula compiled once into nested closures; reads keyed by the At's id
-        self.slot_ids = [[id(r) for r in reads] for reads in self.i_reads]
-        self.i_ids = [[id(r) for r in reads] for reads in self.i_all]
-        self.j_ids = [[id(r) for r in reads] for reads in self.j_reads]
-        self.i_values = [[self._value(r.vector) for r in reads] for reads in self.i_all]
-        self.j_values = [[self._value(r.vector) for r in reads] for reads in self.j_reads]
-        self.scores = [self._pair(a.score) for a in self.attends]
-        self.values_at = [self._pair(a.value) for a in self.attends]
-        self.defaults = [self._pair(a.default) for a in self.attends]
-        self.definitions = [(name, self._value(expr)) for name, expr in self.exprs]
+        self.alphabet = tuple(program.alphabet)
+        self.exprs = {d.name: _intern(d.expr, table) for d in program.definitions}
+        self.sides = (_Automaton(), _Automaton())
+        self.memory_of: dict[int, _Memory] = {}
+        self.needs: dict[str, tuple[int, int]] = {}
+        self.known: dict = {}
+        defined: set[str] = set()
+        by_score: dict[tuple, _Memory] = {}
+        first_needed: dict[str, list[_Memory]] = {}  # per definition, the memories it adds
+        for d in program.definitions:
+            expr = self.exprs[d.name]
+            first_needed[d.name] = []
+            for attend in (a for a in (expr, *_subnodes(expr)) if isinstance(a, Attend)):
+                if id(attend) in self.memory_of:
+                    continue
+                shared = by_score.get((attend.mask, attend.side, id(attend.score)))
+                if shared is None or not _names(attend.value) <= shared.defined:
+                    shared = by_score[(attend.mask, attend.side, id(attend.score))] = \
+                        _Memory(attend)
+                    shared.defined = set(defined)  # its keys' reads are known when it is added
+                    first_needed[d.name].append(shared)
+                shared.add_reads(attend)
+                self.memory_of[id(attend)] = shared
+            defined.add(d.name)
+        for d in program.definitions:
+            for memory in first_needed[d.name]:
+                if memory.mask in ("past", "all"):
+                    self._add(LEFT, memory)
+                if memory.mask in ("future", "all"):
+                    self._add(RIGHT, memory)
+            self.needs[d.name] = self._needs(self.exprs[d.name])
 
-    def empty(self) -> tuple:
-        """The memory before any symbol: no position seen by any attention."""
-        return tuple(tuple(None for _ in range(2 ** len(reads))) for reads in self.i_reads)
-
-    def step(self, memory: tuple, symbol: str) -> tuple[tuple, bool]:
-        """The memory after one more symbol, and ``accept`` at that position."""
-        values: dict[str, bool] = {}
-        for name, value in self.definitions:
-            values[name] = value(values, symbol, memory)
-        grown = []
-        for k, (a, slots) in enumerate(zip(self.attends, memory)):
-            here = tuple(read(values, symbol, memory) for read in self.j_values[k])
-            at_j = dict(zip(self.j_ids[k], here))
-            score, rightmost = self.scores[k], a.side == "rightmost"
-            grown.append(tuple(here if score(env, at_j) and (kept is None or rightmost) else kept
-                               for env, kept in zip(self.envs[k], slots)))
-        return tuple(grown), values["accept"]
-
-    def _attend(self, k: int, values: dict, symbol: str, memory: tuple) -> bool:
-        """Attention ``k`` at the position just read, from its memory."""
-        a = self.attends[k]
-        at_i = {key: read(values, symbol, memory)
-                for key, read in zip(self.i_ids[k], self.i_values[k])}
-        index = 0  # the slot of these query-side bits, in the order of itertools.product
-        for key in self.slot_ids[k]:
-            index = 2 * index + at_i[key]
-        kept = memory[k][index]
-        if a.mask == "future":
-            kept = None  # at the last position nothing lies after it
-        elif a.mask == "all":  # at the last position: every position so far, i included
-            here = {key: read(values, symbol, memory)
-                    for key, read in zip(self.j_ids[k], self.j_values[k])}
-            if self.scores[k](at_i, here) and (kept is None or a.side == "rightmost"):
-                kept = tuple(here[key] for key in self.j_ids[k])
-        if kept is None:
-            return self.defaults[k](at_i, {})
-        return self.values_at[k](at_i, dict(zip(self.j_ids[k], kept)))
-
-    def _value(self, node: Node):
-        """``node`` as a function of (definitions so far, symbol, memory)."""
-        if isinstance(node, Symbol):
-            symbol = node.symbol
-            return lambda values, at, memory: at == symbol
-        if isinstance(node, Constant):
-            constant = bool(node.value)
-            return lambda values, at, memory: constant
+    def _needs(self, node: Node) -> tuple[int, int]:
+        """How many memories of each automaton ``node``'s value depends on."""
         if isinstance(node, Name):
-            name = node.name
-            return lambda values, at, memory: values[name]
-        if isinstance(node, Attend):
-            k, attend = self.slot[id(node)], self._attend
-            return lambda values, at, memory: attend(k, values, at, memory)
-        if isinstance(node, Not):
-            arg = self._value(node.arg)
-            return lambda values, at, memory: not arg(values, at, memory)
-        args = [self._value(arg) for arg in node.args]
-        if isinstance(node, And):
-            return lambda values, at, memory: all(f(values, at, memory) for f in args)
-        return lambda values, at, memory: any(f(values, at, memory) for f in args)
-
-    def _pair(self, node: Node):
-        """An attention formula as a function of its reads at i and at j (by ``id``)."""
+            return self.needs[node.name]
         if isinstance(node, At):
-            key = id(node)
-            if node.index == "i":
-                return lambda at_i, at_j: at_i[key]
-            return lambda at_i, at_j: at_j[key]
+            return self._needs(node.vector)
+        found = []
+        if isinstance(node, Attend):
+            memory = self.memory_of[id(node)]
+            for side, part in enumerate(memory.parts):
+                if part is not None:  # its memory, and the other side's states it is kept for
+                    counts = [part + 1, self.sides[side].parts[part][1]]
+                    found.append(tuple(counts) if side == LEFT else tuple(reversed(counts)))
+            found += [self._needs(n) for n in (node.score, node.value, node.default)]
+        elif isinstance(node, Not):
+            found.append(self._needs(node.arg))
+        elif isinstance(node, (And, Or)):
+            found += [self._needs(arg) for arg in node.args]
+        return (max((f[0] for f in found), default=0), max((f[1] for f in found), default=0))
+
+    def _add(self, side: int, memory: _Memory) -> None:
+        """A memory for one more attention group, in the automaton of ``side``."""
+        this, other = self.sides[side], self.sides[1 - side]
+        count = len(other.parts)
+        states = self.reach(1 - side, count)
+        part = len(this.parts)
+        memory.parts[side] = part
+        this.parts.append((memory, count))
+        for table in (this.values, this.value_numbers, this.keys, this.numbers, this.moves):
+            table.append([] if table is this.values or table is this.keys else {})
+        empty = tuple(tuple(None for _ in memory.slots) for _ in range(states))
+        this.starts.append(this.number(part + 1, (this.starts[part],
+                                                  this.value_number(part, empty))))
+
+    def reach(self, side: int, count: int) -> int:
+        """How many states of ``count`` memories the automaton of ``side`` reaches (all found)."""
+        automaton = self.sides[side]
+        if count not in automaton.reached:
+            queue, seen = deque([automaton.starts[count]]), {automaton.starts[count]}
+            while queue:
+                state = queue.popleft()
+                for symbol in self.alphabet:
+                    target = self.step(side, count, state, symbol)
+                    if target not in seen:
+                        seen.add(target)
+                        queue.append(target)
+            automaton.reached[count] = len(seen)
+        return automaton.reached[count]
+
+    def step(self, side: int, count: int, state: int, symbol: str) -> int:
+        """The state after one more symbol (read after the prefix, or before the suffix)."""
+        if count == 0:
+            return 0
+        this = self.sides[side]
+        moves = this.moves[count]
+        if (state, symbol) not in moves:
+            earlier, value = this.keys[count][state]
+            part = count - 1
+            memory, others = this.parts[part]
+            old = this.values[part][value]
+            row = []
+            for o in range(len(old)):  # the other side's state at this position
+                point = (part, earlier, symbol, others, o) if side == LEFT else \
+                    (others, o, symbol, part, earlier)
+                row.append(self._remember(memory, side, old[self.step(1 - side, others, o,
+                                                                      symbol)], point))
+            moves[(state, symbol)] = this.number(count, (
+                self.step(side, count - 1, earlier, symbol),
+                this.value_number(part, tuple(row))))
+        return moves[(state, symbol)]
+
+    def _remember(self, memory: _Memory, side: int, kept: tuple, point: tuple) -> tuple:
+        """A memory after one more position as a key, per slot of query-side reads."""
+        here = tuple(self.value(r.vector, point) for r in memory.j_reads)
+        at_j = dict(zip(map(id, memory.j_reads), here))
+        first_stays = (memory.side == "leftmost") == (side == LEFT)
+        return tuple(here if _pair(memory.score, dict(zip(map(id, memory.i_reads), slot)), at_j)
+                     and not (first_stays and before is not None) else before
+                     for slot, before in zip(memory.slots, kept))
+
+    def value(self, node: Node, point: tuple) -> bool:
+        """``node`` at a position: point is (left count, L_i, w_i, right count, R_i)."""
+        if isinstance(node, Symbol):
+            return point[2] == node.symbol
         if isinstance(node, Constant):
-            constant = bool(node.value)
-            return lambda at_i, at_j: constant
+            return bool(node.value)
+        if isinstance(node, Name):
+            left, state, symbol, right, suffix = point
+            need_left, need_right = self.needs[node.name]
+            key = (node.name, need_left, self.sides[LEFT].before(left, state, need_left), symbol,
+                   need_right, self.sides[RIGHT].before(right, suffix, need_right))
+            if key not in self.known:
+                self.known[key] = self.value(self.exprs[node.name], key[1:])
+            return self.known[key]
         if isinstance(node, Not):
-            arg = self._pair(node.arg)
-            return lambda at_i, at_j: not arg(at_i, at_j)
-        args = [self._pair(arg) for arg in node.args]
+            return not self.value(node.arg, point)
         if isinstance(node, And):
-            return lambda at_i, at_j: all(f(at_i, at_j) for f in args)
-        return lambda at_i, at_j: any(f(at_i, at_j) for f in args)
+            return all(self.value(arg, point) for arg in node.args)
+        if isinstance(node, Or):
+            return any(self.value(arg, point) for arg in node.args)
+        return self._attend(node, point)
+
+    def _attend(self, node: Attend, point: tuple) -> bool:
+        """An attention at a position, from the memories on both sides."""
+        memory = self.memory_of[id(node)]
+        left, state, symbol, right, suffix = point
+        at_i = {id(r): self.value(r.vector, point) for r in
+                dict.fromkeys(memory.i_reads + _reads(node.value, "i") + _reads(node.default, "i"))}
+        slot = memory.slots.index(tuple(at_i[id(r)] for r in memory.i_reads))
+        found = [None, None]
+        for side, (count, here) in enumerate(((left, state), (right, suffix))):
+            part = memory.parts[side]
+            if part is not None:
+                _, others = self.sides[side].parts[part]
+                there = (right, suffix) if side == LEFT else (left, state)
+                o = self.step(1 - side, others, self.sides[1 - side].before(*there, others), symbol)
+                found[side] = self.sides[side].memory(count, here, part)[o][slot]
+        past, future = found
+        itself = None
+        if node.mask == "all":
+            reads = tuple(self.value(r.vector, point) for r in memory.j_reads)
+            if _pair(node.score, at_i, dict(zip(map(id, memory.j_reads), reads))):
+                itself = reads
+        order = {"past": [past], "future": [future]}.get(
+            node.mask, [past, itself, future] if node.side == "leftmost" else
+            [future, itself, past])
+        kept = next((k for k in order if k is not None), None)
+        if kept is None:
+            return _pair(node.default, at_i, {})
+        return _pair(node.value, at_i, dict(zip(map(id, memory.j_reads), kept)))
+
+
+def _pair(node: Node, at_i: dict, at_j: dict) -> bool:
+    """An attention formula from its reads at i and at j (by ``id``)."""
+    if isinstance(node, At):
+        return (at_i if node.index == "i" else at_j)[id(node)]
+    if isinstance(node, Constant):
+        return bool(node.value)
+    if isinstance(node, Not):
+        return not _pair(node.arg, at_i, at_j)
+    if isinstance(node, And):
+        return all(_pair(arg, at_i, at_j) for arg in node.args)
+    return any(_pair(arg, at_i, at_j) for arg in node.args)
 
 
 def brasp_dfa(program: Program) -> DFA:
-    """The minimal DFA of a B-RASP program (past-looking but at the end; else refused)."""
-    _check_past_only(program)
-    machine = _Machine(program)
-    alphabet = tuple(program.alphabet)
-    start = (machine.empty(), accepts(program, ""))
+    """The minimal DFA of a B-RASP program (refused past ``MAX_DFA_STATES`` states)."""
+    machine = _TwoWay(program)
+    left, right = machine.sides
+    count, suffixes = len(left.parts), len(right.parts)
+    accept = Name("accept", "bool")
+    start = (left.starts[count], accepts(program, ""))
     number, rows, queue = {start: 0}, [], deque([start])
     while queue:
-        memory, _ = queue.popleft()
+        state, _ = queue.popleft()
         row = []
-        for symbol in alphabet:
-            target = machine.step(memory, symbol)
+        for symbol in machine.alphabet:  # at the last position the suffix is empty
+            target = (machine.step(LEFT, count, state, symbol),
+                      machine.value(accept, (count, state, symbol, suffixes,
+                                             right.starts[suffixes])))
             if target not in number:
                 if len(number) >= MAX_DFA_STATES:
-                    raise SatsimError(f"the program's left-to-right machine passes "
-                                      f"{MAX_DFA_STATES} states")
+                    raise SatsimError(f"the program's automaton passes {MAX_DFA_STATES} states")
                 number[target] = len(number)
                 queue.append(target)
             row.append(number[target])
         rows.append(row)
-    accept = np.array([a for (_, a) in sorted(number, key=number.get)], dtype=bool)
-    return minimal_dfa(alphabet, np.array(rows, dtype=np.int64), 0, accept)
+    accepting = np.array([a for (_, a) in sorted(number, key=number.get)], dtype=bool)
+    return minimal_dfa(machine.alphabet, np.array(rows, dtype=np.int64), 0, accepting)
 
 
 def equivalent(a: DFA, b: DFA) -> str | None:
