@@ -9,10 +9,9 @@ Writes bench/results/extract_round_trip.json.
     PYTHONPATH=. python bench/extract_round_trip.py [--random 100] [--only abcde,d2]
     PYTHONPATH=. python bench/extract_round_trip.py --examples 100   # the 8 examples, 10^4
 
-An extracted B-RASP program whose attentions look at the future only at the end also gets its
-minimal DFA (satsim.rasp.program_dfa), compared with the original's (the example program's,
-or the language's) by DFA equivalence; C-RASP examples are extracted with counts
-(satsim.rasp.extract_counts).
+An extracted B-RASP program also gets its minimal DFA (satsim.rasp.program_dfa), compared with
+the original's (the example program's, or the language's) by DFA equivalence; C-RASP examples
+are extracted with counts (satsim.rasp.extract_counts).
 """
 
 from __future__ import annotations
