@@ -409,37 +409,35 @@ def _witness(layer: _Layer, s: int, order: list[tuple[int, ...]], g: int, p: int
 def extract_positional(spec: ModelSpec) -> PositionalExtraction:
     """Certify and tabulate a one-layer hard next-symbol model with learned positions.
 
-    A refusal of the analysis names where it fails; where the model itself answers two short
-    strings differently that end in the same symbol after the same set of symbols, it quotes
-    them too (then no program over the symbols seen equals the model).
+    A refusal of the analysis names where it fails; where the model itself answers two strings
+    differently that end in the same symbol after the same set of symbols, it quotes them too
+    (then no program over the symbols seen equals the model). A refused counting or soft head
+    quotes likewise two strings with the same counts of each symbol, where it finds them.
     """
     _check_supported(spec)
     try:
         _check_hard(spec)
     except NotExtractable as refusal:
-        pair = counts_witness(spec)
-        if pair is None:
-            raise
-        (first, first_set), (second, second_set) = pair
-        raise NotExtractable(
-            f"{refusal}; and the model itself predicts {_set_text(first_set)} after "
-            f"{_string_text(first)} and {_set_text(second_set)} after {_string_text(second)}, "
-            "which end in the same symbol and hold as many of each symbol: no program over the "
-            "current symbol and the symbol counts equals it") from None
+        raise _quoting(refusal, counts_witness(spec), "end in the same symbol and hold as many "
+                       "of each symbol", "the symbol counts") from None
     try:
         return _extract(spec)
     except NotExtractable as refusal:
         if "the model itself" in str(refusal):
             raise
-        pair = seen_set_witness(spec)
-        if pair is None:
-            raise
-        (first, first_set), (second, second_set) = pair
-        raise NotExtractable(
-            f"{refusal}; and the model itself predicts {_set_text(first_set)} after "
-            f"{first!r} and {_set_text(second_set)} after {second!r}, which end in the same "
-            "symbol after the same set of symbols: no program over the current symbol and the "
-            "symbols seen equals it") from None
+        raise _quoting(refusal, seen_set_witness(spec), "end in the same symbol after the same "
+                       "set of symbols", "the symbols seen") from None
+
+
+def _quoting(refusal: NotExtractable, pair, alike: str, over: str) -> NotExtractable:
+    """The refusal, quoting two strings that the model answers differently where found."""
+    if pair is None:
+        return refusal
+    (first, first_set), (second, second_set) = pair
+    return NotExtractable(
+        f"{refusal}; and the model itself predicts {_set_text(first_set)} after "
+        f"{_string_text(first)} and {_set_text(second_set)} after {_string_text(second)}, "
+        f"which {alike}: no program over the current symbol and {over} equals it")
 
 
 def seen_set_witness(spec: ModelSpec, budget: int = 20_000
