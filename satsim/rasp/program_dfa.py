@@ -30,6 +30,9 @@ from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Or, P
 
 MAX_DFA_STATES = 100_000
 """The most states either automaton, or the language's machine, may reach before refusal."""
+MAX_DFA_UPDATES = 1_000_000
+"""The most memory updates (a key position for one state of the other automaton) before
+refusal: about a minute here; the extracted programs of bounded Dyck languages need more."""
 LEFT, RIGHT = 0, 1
 """The two automata: prefixes read left to right, suffixes read right to left."""
 
@@ -149,9 +152,10 @@ class _Automaton:
 class _TwoWay:
     """The left and right automata of a program, and its definitions at (L_i, w_i, R_i)."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, max_updates: int = MAX_DFA_UPDATES) -> None:
         table: dict = {}
         self.alphabet = tuple(program.alphabet)
+        self.max_updates = self.updates_left = max_updates
         self.exprs = {d.name: _intern(d.expr, table) for d in program.definitions}
         self.sides = (_Automaton(), _Automaton())
         self.memory_of: dict[int, _Memory] = {}
@@ -243,6 +247,10 @@ class _TwoWay:
             part = count - 1
             memory, others = this.parts[part]
             old = this.values[part][value]
+            self.updates_left -= len(old)
+            if self.updates_left < 0:
+                raise SatsimError("the program's automata need more than "
+                                  f"{self.max_updates:,} memory updates")
             row = []
             for o in range(len(old)):  # the other side's state at this position
                 point = (part, earlier, symbol, others, o) if side == LEFT else \
@@ -328,9 +336,13 @@ def _pair(node: Node, at_i: dict, at_j: dict) -> bool:
     return any(_pair(arg, at_i, at_j) for arg in node.args)
 
 
-def brasp_dfa(program: Program) -> DFA:
-    """The minimal DFA of a B-RASP program (refused past ``MAX_DFA_STATES`` states)."""
-    machine = _TwoWay(program)
+def brasp_dfa(program: Program, max_updates: int = MAX_DFA_UPDATES) -> DFA:
+    """The minimal DFA of a B-RASP program.
+
+    Refused past ``MAX_DFA_STATES`` states of either automaton or ``max_updates`` updates of
+    their memories.
+    """
+    machine = _TwoWay(program, max_updates)
     left, right = machine.sides
     count, suffixes = len(left.parts), len(right.parts)
     accept = Name("accept", "bool")

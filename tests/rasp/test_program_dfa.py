@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import languages
+from satsim.errors import SatsimError
 from satsim.rasp import compile_program, interpreter, parse_program, read_program
 from satsim.rasp.automata import decide, language_dfa
 from satsim.rasp.extract import extract, write_program
@@ -86,3 +87,9 @@ def test_cli_extract_writes_the_dfa_that_decide_reads(tmp_path):
     assert code == 0 and "minimal DFA 4 states, star-free True" in output, output
     code, output = run("decide", "--dfa", str(dfa), "--json")
     assert code == 0 and '"star_free": true' in output and '"dfa_states": 4' in output, output
+
+
+def test_a_construction_past_its_budget_of_memory_updates_is_refused():
+    program = parse_program(star_free_program("dyck-2-3"), "brasp")
+    with pytest.raises(SatsimError, match="more than 50 memory updates"):
+        brasp_dfa(program, max_updates=50)
