@@ -106,7 +106,8 @@ class _Automaton:
     """One side's states, numbered per number of memories, and their transitions."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple[_Memory, int]] = []  # memory, the other side's count then
+        self.parts: list[tuple] = []  # memory, the other side's count then, its classes (see
+        # _TwoWay._classes) and one state of each
         self.keys: list[list[tuple]] = [[()]]  # per count: (state before the last memory, value)
         self.numbers: list[dict] = [{(): 0}]
         self.values: list[list[tuple]] = []  # per memory: its distinct values
@@ -211,15 +212,44 @@ class _TwoWay:
         """A memory for one more attention group, in the automaton of ``side``."""
         this, other = self.sides[side], self.sides[1 - side]
         count = len(other.parts)
-        states = self.reach(1 - side, count)
         part = len(this.parts)
+        classes, representatives = self._classes(side, memory, part, count)
         memory.parts[side] = part
-        this.parts.append((memory, count))
+        this.parts.append((memory, count, classes, representatives))
         for table in (this.values, this.value_numbers, this.keys, this.numbers, this.moves):
             table.append([] if table is this.values or table is this.keys else {})
-        empty = tuple(tuple(None for _ in memory.slots) for _ in range(states))
+        empty = tuple(tuple(None for _ in memory.slots) for _ in representatives)
         this.starts.append(this.number(part + 1, (this.starts[part],
                                                   this.value_number(part, empty))))
+
+    def _classes(self, side: int, memory: _Memory, part: int, count: int
+                 ) -> tuple[list[int], list[int]]:
+        """Classes of the other side's states the new memory need not tell apart; one of each.
+
+        Two states (of ``count`` memories) are one class when the memory's key-side reads agree
+        at every (state of this side, symbol) and the states one symbol further are one class
+        (the coarsest such partition): then the memory kept for the one is the memory kept for
+        the other.
+        """
+        other = 1 - side
+        own, states = self.reach(side, part), self.reach(other, count)
+
+        def point(state: int, symbol: str, o: int) -> tuple:
+            return (part, state, symbol, count, o) if side == LEFT else \
+                (count, o, symbol, part, state)
+
+        classes = _numbered([tuple(self.value(r.vector, point(state, symbol, o))
+                                   for state in range(own) for symbol in self.alphabet
+                                   for r in memory.j_reads) for o in range(states)])
+        while True:
+            finer = _numbered([(classes[o], *(classes[self.step(other, count, o, symbol)]
+                                              for symbol in self.alphabet))
+                               for o in range(states)])
+            if max(finer) == max(classes):
+                break
+            classes = finer
+        representatives = list({c: o for o, c in reversed(list(enumerate(classes)))}.values())
+        return classes, sorted(representatives, key=classes.__getitem__)
 
     def reach(self, side: int, count: int) -> int:
         """How many states of ``count`` memories the automaton of ``side`` reaches (all found)."""
@@ -245,18 +275,18 @@ class _TwoWay:
         if (state, symbol) not in moves:
             earlier, value = this.keys[count][state]
             part = count - 1
-            memory, others = this.parts[part]
+            memory, others, classes, representatives = this.parts[part]
             old = this.values[part][value]
             self.updates_left -= len(old)
             if self.updates_left < 0:
                 raise SatsimError("the program's automata need more than "
                                   f"{self.max_updates:,} memory updates")
             row = []
-            for o in range(len(old)):  # the other side's state at this position
+            for o in representatives:  # the other side's state at this position, per class
                 point = (part, earlier, symbol, others, o) if side == LEFT else \
                     (others, o, symbol, part, earlier)
-                row.append(self._remember(memory, side, old[self.step(1 - side, others, o,
-                                                                      symbol)], point))
+                row.append(self._remember(memory, side, old[classes[self.step(
+                    1 - side, others, o, symbol)]], point))
             moves[(state, symbol)] = this.number(count, (
                 self.step(side, count - 1, earlier, symbol),
                 this.value_number(part, tuple(row))))
@@ -304,10 +334,10 @@ class _TwoWay:
         for side, (count, here) in enumerate(((left, state), (right, suffix))):
             part = memory.parts[side]
             if part is not None:
-                _, others = self.sides[side].parts[part]
+                _, others, classes, _ = self.sides[side].parts[part]
                 there = (right, suffix) if side == LEFT else (left, state)
                 o = self.step(1 - side, others, self.sides[1 - side].before(*there, others), symbol)
-                found[side] = self.sides[side].memory(count, here, part)[o][slot]
+                found[side] = self.sides[side].memory(count, here, part)[classes[o]][slot]
         past, future = found
         itself = None
         if node.mask == "all":
@@ -321,6 +351,12 @@ class _TwoWay:
         if kept is None:
             return _pair(node.default, at_i, {})
         return _pair(node.value, at_i, dict(zip(map(id, memory.j_reads), kept)))
+
+
+def _numbered(keys: list) -> list[int]:
+    """Each key's number, distinct keys numbered in the order they first occur."""
+    numbers: dict = {}
+    return [numbers.setdefault(key, len(numbers)) for key in keys]
 
 
 def _pair(node: Node, at_i: dict, at_j: dict) -> bool:
