@@ -233,6 +233,7 @@ class _TwoWay:
         """
         other = 1 - side
         own, states = self.reach(side, part), self.reach(other, count)
+        self._spend(own * states)
 
         def point(state: int, symbol: str, o: int) -> tuple:
             return (part, state, symbol, count, o) if side == LEFT else \
@@ -250,6 +251,13 @@ class _TwoWay:
             classes = finer
         representatives = list({c: o for o, c in reversed(list(enumerate(classes)))}.values())
         return classes, sorted(representatives, key=classes.__getitem__)
+
+    def _spend(self, updates: int) -> None:
+        """Count memory updates (or reads of a key for a pair of states) against the budget."""
+        self.updates_left -= updates
+        if self.updates_left < 0:
+            raise SatsimError(f"the program's automata need more than {self.max_updates:,} "
+                              "memory updates")
 
     def reach(self, side: int, count: int) -> int:
         """How many states of ``count`` memories the automaton of ``side`` reaches (all found)."""
@@ -277,10 +285,7 @@ class _TwoWay:
             part = count - 1
             memory, others, classes, representatives = this.parts[part]
             old = this.values[part][value]
-            self.updates_left -= len(old)
-            if self.updates_left < 0:
-                raise SatsimError("the program's automata need more than "
-                                  f"{self.max_updates:,} memory updates")
+            self._spend(len(old))
             row = []
             for o in representatives:  # the other side's state at this position, per class
                 point = (part, earlier, symbol, others, o) if side == LEFT else \
