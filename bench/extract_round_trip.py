@@ -34,12 +34,12 @@ from satsim.rasp import (
 from satsim.rasp.automata import DFA, decide, language_dfa
 from satsim.rasp.extract import NotExtractable, check_program, extract, write_program
 from satsim.rasp.extract_counts import extract_counts
-from satsim.rasp.program_dfa import MAX_DFA_UPDATES, brasp_dfa, equivalent
+from satsim.rasp.program_dfa import MAX_DFA_READS, brasp_dfa, equivalent
 from satsim.rasp.regular import star_free_program
 from satsim.rasp.verify import all_strings_up_to
 
 
-def round_trip(name: str, n_random: int, dfa_updates: int = MAX_DFA_UPDATES) -> dict:
+def round_trip(name: str, n_random: int, dfa_reads: int = MAX_DFA_READS) -> dict:
     """One language's round trip, as measured."""
     start = time.time()
     try:
@@ -62,18 +62,18 @@ def round_trip(name: str, n_random: int, dfa_updates: int = MAX_DFA_UPDATES) -> 
     long = ["".join(rng.choice(alphabet) for _ in range(100)) for _ in range(n_random)]
     oracle_wrong = [s for s in short + long if meaning(s) != language.contains(s)]
     model_wrong = check_program(spec, back, short + long)
-    dfa = _dfa_check(back, language_dfa(language), dfa_updates)
+    dfa = _dfa_check(back, language_dfa(language), dfa_reads)
     return dict(row, extracted=True, **extraction.summary(), **dfa, lines=len(back.splitlines()),
                 exhaustive_to_length=length, short_strings=len(short), random_len100=len(long),
                 disagree_with_oracle=len(oracle_wrong), disagree_with_model=len(model_wrong),
                 seconds=round(time.time() - start, 1))
 
 
-def _dfa_check(text: str, original: DFA | None, updates: int = MAX_DFA_UPDATES) -> dict:
+def _dfa_check(text: str, original: DFA | None, reads: int = MAX_DFA_READS) -> dict:
     """The extracted program's minimal DFA, decide's verdict and DFA equivalence with the
     original's, or why there is no DFA."""
     try:
-        dfa = brasp_dfa(parse_program(text, "brasp", "extracted"), updates)
+        dfa = brasp_dfa(parse_program(text, "brasp", "extracted"), reads)
     except SatsimError as refusal:
         return {"dfa": str(refusal)}
     row = {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}
@@ -126,8 +126,8 @@ def main() -> None:
     parser.add_argument("--only", default="",
                         help="run only these languages (comma-separated); --out keeps its rows "
                              "of the others")
-    parser.add_argument("--dfa-updates", type=int, default=MAX_DFA_UPDATES,
-                        help="the DFA construction's budget of memory updates")
+    parser.add_argument("--dfa-reads", type=int, default=MAX_DFA_READS,
+                        help="the DFA construction's budget of key reads")
     parser.add_argument("--examples", type=int, default=0, metavar="K",
                         help="instead: the 8 example programs, with K random strings of 10^4")
     args = parser.parse_args()
@@ -149,7 +149,7 @@ def main() -> None:
         if name in args.skip.split(","):
             rows.append({"language": name, "skipped": "--skip"})
             continue
-        rows.append(round_trip(name, args.random, args.dfa_updates))
+        rows.append(round_trip(name, args.random, args.dfa_reads))
         print(json.dumps(rows[-1]), flush=True)
         with open(args.out, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

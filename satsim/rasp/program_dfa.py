@@ -30,9 +30,10 @@ from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Or, P
 
 MAX_DFA_STATES = 100_000
 """The most states either automaton, or the language's machine, may reach before refusal."""
-MAX_DFA_UPDATES = 1_000_000
-"""The most memory updates (a key position for one state of the other automaton) before
-refusal: about a minute here; the extracted programs of bounded Dyck languages need more."""
+MAX_DFA_READS = 5_000_000
+"""The most key-side reads (one definition at a key position, for one state of each automaton)
+before refusal: under a minute here; the extracted programs of bounded Dyck languages need
+more."""
 LEFT, RIGHT = 0, 1
 """The two automata: prefixes read left to right, suffixes read right to left."""
 
@@ -153,10 +154,10 @@ class _Automaton:
 class _TwoWay:
     """The left and right automata of a program, and its definitions at (L_i, w_i, R_i)."""
 
-    def __init__(self, program: Program, max_updates: int = MAX_DFA_UPDATES) -> None:
+    def __init__(self, program: Program, max_reads: int = MAX_DFA_READS) -> None:
         table: dict = {}
         self.alphabet = tuple(program.alphabet)
-        self.max_updates = self.updates_left = max_updates
+        self.max_reads = self.reads_left = max_reads
         self.exprs = {d.name: _intern(d.expr, table) for d in program.definitions}
         self.sides = (_Automaton(), _Automaton())
         self.memory_of: dict[int, _Memory] = {}
@@ -233,7 +234,7 @@ class _TwoWay:
         """
         other = 1 - side
         own, states = self.reach(side, part), self.reach(other, count)
-        self._spend(own * states)
+        self._spend(own * states * len(self.alphabet) * len(memory.j_reads))
 
         def point(state: int, symbol: str, o: int) -> tuple:
             return (part, state, symbol, count, o) if side == LEFT else \
@@ -252,12 +253,12 @@ class _TwoWay:
         representatives = list({c: o for o, c in reversed(list(enumerate(classes)))}.values())
         return classes, sorted(representatives, key=classes.__getitem__)
 
-    def _spend(self, updates: int) -> None:
-        """Count memory updates (or reads of a key for a pair of states) against the budget."""
-        self.updates_left -= updates
-        if self.updates_left < 0:
-            raise SatsimError(f"the program's automata need more than {self.max_updates:,} "
-                              "memory updates")
+    def _spend(self, reads: int) -> None:
+        """Count key-side reads against the budget."""
+        self.reads_left -= reads
+        if self.reads_left < 0:
+            raise SatsimError(f"the program's automata need more than {self.max_reads:,} key "
+                              "reads")
 
     def reach(self, side: int, count: int) -> int:
         """How many states of ``count`` memories the automaton of ``side`` reaches (all found)."""
@@ -285,7 +286,7 @@ class _TwoWay:
             part = count - 1
             memory, others, classes, representatives = this.parts[part]
             old = this.values[part][value]
-            self._spend(len(old))
+            self._spend(len(old) * len(memory.j_reads))
             row = []
             for o in representatives:  # the other side's state at this position, per class
                 point = (part, earlier, symbol, others, o) if side == LEFT else \
@@ -377,13 +378,13 @@ def _pair(node: Node, at_i: dict, at_j: dict) -> bool:
     return any(_pair(arg, at_i, at_j) for arg in node.args)
 
 
-def brasp_dfa(program: Program, max_updates: int = MAX_DFA_UPDATES) -> DFA:
+def brasp_dfa(program: Program, max_reads: int = MAX_DFA_READS) -> DFA:
     """The minimal DFA of a B-RASP program.
 
-    Refused past ``MAX_DFA_STATES`` states of either automaton or ``max_updates`` updates of
-    their memories.
+    Refused past ``MAX_DFA_STATES`` states of either automaton or ``max_reads`` key-side reads
+    while building them.
     """
-    machine = _TwoWay(program, max_updates)
+    machine = _TwoWay(program, max_reads)
     left, right = machine.sides
     count, suffixes = len(left.parts), len(right.parts)
     accept = Name("accept", "bool")

@@ -89,7 +89,7 @@ def test_cli_extract_writes_the_dfa_that_decide_reads(tmp_path):
     assert code == 0 and '"star_free": true' in output and '"dfa_states": 4' in output, output
 
 
-def test_a_construction_past_its_budget_of_memory_updates_is_refused():
+def test_a_construction_past_its_budget_of_key_reads_is_refused():
     program = parse_program(star_free_program("dyck-2-3"), "brasp")
-    with pytest.raises(SatsimError, match="more than 50 memory updates"):
-        brasp_dfa(program, max_updates=50)
+    with pytest.raises(SatsimError, match="more than 50 key reads"):
+        brasp_dfa(program, max_reads=50)
