@@ -162,7 +162,7 @@ class _TwoWay:
         self.sides = (_Automaton(), _Automaton())
         self.memory_of: dict[int, _Memory] = {}
         self.needs: dict[str, tuple[int, int]] = {}
-        self.known: dict = {}
+        self.known: dict = {}  # each definition at each point read, see value
         defined: set[str] = set()
         by_score: dict[tuple, _Memory] = {}
         first_needed: dict[str, list[_Memory]] = {}  # per definition, the memories it adds
