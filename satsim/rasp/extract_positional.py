@@ -282,8 +282,8 @@ def _decide(layer: _Layer, s: int, present: tuple[int, ...]) -> frozenset[str]:
     """
     labels = layer.spec.output.labels
     found: dict[tuple[bool, ...], tuple | None] = {}  # decision -> where it arose
+    here = {-1, s, *present}
     for p in range(len(present) + 1, layer.N):
-        here = {-1, s, *present}
         orders = [_order(layer, h, s, p) for h in range(layer.attn.n_heads)]
         places = [next(k for k, g in enumerate(order) if here & set(g)) for order in orders]
         best = [tuple(t for t in order[k] if t in here) for order, k in zip(orders, places)]
@@ -356,11 +356,10 @@ def _disagreement(layer: _Layer, s: int, found: dict) -> str:
 
             first, second = (sets[-1] for sets in Simulator(layer.spec).next_symbols(strings))
             if first != second:
-                return (f"the model itself predicts {_set_text(first)} after "
-                        f"{_string_text(strings[0])} and {_set_text(second)} after "
-                        f"{_string_text(strings[1])}, with the same last symbol "
-                        "and the same best group: the answer depends on positions (the query's "
-                        "or the selected key's), not only on the groups present")
+                return (_answers_text((strings[0], first), (strings[1], second))
+                        + ", with the same last symbol and the same best group: the answer "
+                        "depends on positions (the query's or the selected key's), not only on "
+                        "the groups present")
     return ("keys it admits there give different next-symbol sets (the decision reads the "
             "positions, or the analysis's over-approximation of the keys that occur together "
             "is too coarse)")
@@ -372,6 +371,12 @@ def _string_text(string: str) -> str:
     if len(string) <= 12 or len(runs) > 8:
         return repr(string) if len(string) <= 40 else f"{string[:20]!r}…{string[-10:]!r}"
     return "'" + " ".join(s if n == 1 else f"{s}^{n}" for s, n in runs) + "'"
+
+
+def _answers_text(first: tuple[str, frozenset], second: tuple[str, frozenset]) -> str:
+    """Two strings and what the model predicts after each, for messages."""
+    return (f"the model itself predicts {_set_text(first[1])} after {_string_text(first[0])} "
+            f"and {_set_text(second[1])} after {_string_text(second[0])}")
 
 
 def _set_text(labels: frozenset[str]) -> str:
@@ -433,11 +438,8 @@ def _quoting(refusal: NotExtractable, pair, alike: str, over: str) -> NotExtract
     """The refusal, quoting two strings that the model answers differently where found."""
     if pair is None:
         return refusal
-    (first, first_set), (second, second_set) = pair
-    return NotExtractable(
-        f"{refusal}; and the model itself predicts {_set_text(first_set)} after "
-        f"{_string_text(first)} and {_set_text(second_set)} after {_string_text(second)}, "
-        f"which {alike}: no program over the current symbol and {over} equals it")
+    return NotExtractable(f"{refusal}; and {_answers_text(*pair)}, which {alike}: no program "
+                          f"over the current symbol and {over} equals it")
 
 
 def seen_set_witness(spec: ModelSpec, budget: int = 20_000

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,21 +59,6 @@ def _subnodes(node: Node) -> list[Node]:
     return []
 
 
-def _names(node: Node) -> set[str]:
-    """The definitions ``node`` reads (at i or at j)."""
-    if isinstance(node, Name):
-        return {node.name}
-    if isinstance(node, At):
-        return _names(node.vector)
-    if isinstance(node, Attend):
-        return _names(node.score) | _names(node.value) | _names(node.default)
-    if isinstance(node, Not):
-        return _names(node.arg)
-    if isinstance(node, (And, Or)):
-        return set().union(*(_names(arg) for arg in node.args))
-    return set()
-
-
 def _intern(node: Node, table: dict) -> Node:
     """``node`` rebuilt so that equal subtrees are one object (the first one met)."""
     if isinstance(node, Not):
@@ -90,25 +76,38 @@ def _intern(node: Node, table: dict) -> Node:
 class _Memory:
     """Attentions with one mask, side and score: their qualifying keys are the same."""
 
-    def __init__(self, attend: Attend) -> None:
+    def __init__(self, attend: Attend, defined: set[str]) -> None:
         self.mask, self.side, self.score = attend.mask, attend.side, attend.score
         self.i_reads = _reads(attend.score, "i")
         self.j_reads = list(_reads(attend.score, "j"))  # and of every value that shares it
         self.slots = list(itertools.product((False, True), repeat=len(self.i_reads)))
         self.parts: list[int | None] = [None, None]  # its memory in the left, right automaton
-        self.defined: set[str] = set()  # the definitions before it
+        self.defined = set(defined)  # the definitions before it: their values are known then
+
+    def can_share(self, attend: Attend) -> bool:
+        """Whether another attention's value reads at keys only what was known when added."""
+        return all(not isinstance(r.vector, Name) or r.vector.name in self.defined
+                   for r in _reads(attend.value, "j"))
 
     def add_reads(self, attend: Attend) -> None:
         """Keep the key-side reads of another attention's value too."""
         self.j_reads += [r for r in _reads(attend.value, "j") if r not in self.j_reads]
 
 
+class _Part(NamedTuple):
+    """A memory in one automaton, kept per class of the other automaton's states."""
+
+    memory: _Memory
+    others: int  # how many memories the other automaton had when it was added
+    classes: list[int]  # per state of the other automaton (of that many memories), its class
+    representatives: list[int]  # one state of each class
+
+
 class _Automaton:
     """One side's states, numbered per number of memories, and their transitions."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple] = []  # memory, the other side's count then, its classes (see
-        # _TwoWay._classes) and one state of each
+        self.parts: list[_Part] = []
         self.keys: list[list[tuple]] = [[()]]  # per count: (state before the last memory, value)
         self.numbers: list[dict] = [{(): 0}]
         self.values: list[list[tuple]] = []  # per memory: its distinct values
@@ -173,10 +172,9 @@ class _TwoWay:
                 if id(attend) in self.memory_of:
                     continue
                 shared = by_score.get((attend.mask, attend.side, id(attend.score)))
-                if shared is None or not _names(attend.value) <= shared.defined:
+                if shared is None or not shared.can_share(attend):
                     shared = by_score[(attend.mask, attend.side, id(attend.score))] = \
-                        _Memory(attend)
-                    shared.defined = set(defined)  # its keys' reads are known when it is added
+                        _Memory(attend, defined)
                     first_needed[d.name].append(shared)
                 shared.add_reads(attend)
                 self.memory_of[id(attend)] = shared
@@ -200,7 +198,7 @@ class _TwoWay:
             memory = self.memory_of[id(node)]
             for side, part in enumerate(memory.parts):
                 if part is not None:  # its memory, and the other side's states it is kept for
-                    counts = [part + 1, self.sides[side].parts[part][1]]
+                    counts = [part + 1, self.sides[side].parts[part].others]
                     found.append(tuple(counts) if side == LEFT else tuple(reversed(counts)))
             found += [self._needs(n) for n in (node.score, node.value, node.default)]
         elif isinstance(node, Not):
@@ -216,9 +214,12 @@ class _TwoWay:
         part = len(this.parts)
         classes, representatives = self._classes(side, memory, part, count)
         memory.parts[side] = part
-        this.parts.append((memory, count, classes, representatives))
-        for table in (this.values, this.value_numbers, this.keys, this.numbers, this.moves):
-            table.append([] if table is this.values or table is this.keys else {})
+        this.parts.append(_Part(memory, count, classes, representatives))
+        this.values.append([])
+        this.value_numbers.append({})
+        this.keys.append([])
+        this.numbers.append({})
+        this.moves.append({})
         empty = tuple(tuple(None for _ in memory.slots) for _ in representatives)
         this.starts.append(this.number(part + 1, (this.starts[part],
                                                   this.value_number(part, empty))))

@@ -48,6 +48,12 @@ from tests.support.helpers import random_spec
 ZOO = "tests/data/zoo/"
 
 
+def reference_answer(spec: ModelSpec, string: str) -> frozenset[str]:
+    """The labels the NumPy reference forward pass (not the engine) predicts after ``string``."""
+    logits = forward(spec, string, AttentionSettings("saturated")).logits[-1]
+    return frozenset(label for label, z in zip(spec.output.labels, logits) if z > 0)
+
+
 def run_cli(*args):
     """``satsim ARGS`` in this process."""
     return CliRunner().invoke(cli, list(args))
@@ -127,9 +133,7 @@ def test_a_counter_is_refused_with_two_strings_of_the_same_counts_it_answers_dif
                              re.findall(r"([ab])(?:\^(\d+))?", text)) for text in quoted)
     assert first != second and first[-1] == second[-1]
     assert sorted(first) == sorted(second)
-    answers = [frozenset(label for label, z in zip(spec.output.labels, forward(
-        spec, string, AttentionSettings("saturated")).logits[-1]) if z > 0)
-        for string in (first, second)]
+    answers = [reference_answer(spec, string) for string in (first, second)]
     assert answers[0] != answers[1]
 
 
@@ -294,9 +298,7 @@ def test_a_refusal_with_two_strings_is_confirmed_by_the_reference_forward(seed, 
             return
         first, second = strings
         assert first[-1] == second[-1]
-        answers = [frozenset(label for label, z in zip(spec.output.labels, forward(
-            spec, string, AttentionSettings("saturated")).logits[-1]) if z > 0)
-            for string in strings]
+        answers = [reference_answer(spec, string) for string in strings]
         assert answers[0] != answers[1]
 
 
@@ -314,8 +316,6 @@ def test_the_aa_star_model_is_refused_with_two_strings_it_answers_differently():
     with pytest.raises(NotExtractable, match="the model itself predicts") as refusal:
         extract_positional(spec)
     first, second = re.findall(r"after '(a*)'", str(refusal.value))
-    answers = [frozenset(label for label, z in zip(spec.output.labels, forward(
-        spec, string, AttentionSettings("saturated")).logits[-1]) if z > 0)
-        for string in (first, second)]
+    answers = [reference_answer(spec, string) for string in (first, second)]
     assert len(first) % 2 != len(second) % 2 and answers[0] != answers[1]
     assert ("<eos>" in answers[0]) == (len(first) % 2 == 0)
