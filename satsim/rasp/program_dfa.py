@@ -1,46 +1,109 @@
 """The DFA of a B-RASP program, its attentions looking at the past, the future or everywhere.
 
-Two deterministic automata are built together, in program order: a left one reads the prefix
-before a position (left to right) and a right one the suffix after it (right to left), so that
-every definition at position i is a function of (L_i, w_i, R_i). A past attention adds to the
-left automaton a memory per state of the right automaton built so far: at a prefix, for each
-suffix state that may follow, the key-side reads of its leftmost (rightmost) qualifying
-position (the keys' own values depend on the suffix). A future attention adds the mirror image
-to the right automaton, and an attention over every position adds both (the query itself in
-between). Memories of attentions with the same mask, side and score are one.
+Two deterministic automata are kept: a left one reads the prefix before a position (left to
+right) and a right one the suffix after it (right to left). Beside them is a table of every
+definition still to be read, at every (L, a, R): its value at a position whose prefix state is
+L, whose symbol is a and whose suffix state is R. Every such triple is met at some position of
+some string, so the table is the definitions' meaning.
+
+The definitions are taken in program order. A Boolean combination is one more column of the
+table. An attention over the past extends the left automaton with a memory: for each suffix
+state that may follow the prefix, the key-side reads of the leftmost (rightmost) qualifying
+position (the keys' own values depend on the suffix). An attention over the future extends the
+right automaton with the mirror image, and one over every position both (the query itself in
+between). After each definition, the columns no later definition reads are dropped and each
+automaton is minimised against the table (two states are one when their rows agree and their
+successors are one), so the automata carry what is still to be read, never the memories
+themselves.
 
 At the last position the suffix is empty, so the language's automaton is the left one with
-``accept`` read there; its states are found breadth first from the empty string, then
-minimised. Each automaton's states are numbered per number of memories (a state is the state
-before its last memory, and that memory), so a definition reads only the memories it needs.
+``accept`` read there, then minimised.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from dataclasses import replace
-from typing import NamedTuple
 
 import numpy as np
 
 from satsim.errors import SatsimError
 from satsim.rasp.automata import DFA, minimal_dfa
 from satsim.rasp.brasp import accepts
-from satsim.rasp.syntax import And, At, Attend, Constant, Name, Node, Not, Or, Program, Symbol
+from satsim.rasp.syntax import (
+    And,
+    At,
+    Attend,
+    Constant,
+    Definition,
+    Name,
+    Node,
+    Not,
+    Or,
+    Program,
+    Symbol,
+    names_used,
+)
 
 MAX_DFA_STATES = 100_000
 """The most states either automaton, or the language's machine, may reach before refusal."""
-MAX_DFA_READS = 5_000_000
-"""The most key-side reads (one definition at a key position, for one state of each automaton)
-before refusal: under a minute here; the extracted programs of bounded Dyck languages need
-more."""
 LEFT, RIGHT = 0, 1
 """The two automata: prefixes read left to right, suffixes read right to left."""
+VIEW = " memory"
+"""A column of what a memory holds at each query, kept while its attention is built."""
+MAX_DFA_READS = 2_000_000_000
+"""The most key-side reads (a memory's entry for one state of the other automaton, at one
+transition) and table cells (a definition at one (L, a, R)) before refusal: under a minute
+here, and at most this many bytes in one table."""
+
+
+def _split_attentions(program: Program) -> list[Definition]:
+    """The definitions ``accept`` needs, each attention inside an expression lifted out.
+
+    A lifted attention is a definition of its own, before the one that uses it, under a name
+    no program can write.
+    """
+    out: list[Definition] = []
+
+    def lift(node: Node, definition: Definition) -> Node:
+        if isinstance(node, Attend):
+            name = f" attention {len(out)}"
+            out.append(Definition(name, node, "bool", definition.line))
+            return Name(name, "bool")
+        if isinstance(node, Not):
+            return replace(node, arg=lift(node.arg, definition))
+        if isinstance(node, (And, Or)):
+            return replace(node, args=tuple(lift(arg, definition) for arg in node.args))
+        return node
+
+    for definition in program.needed():
+        if isinstance(definition.expr, Attend):
+            out.append(definition)
+        else:
+            out.append(replace(definition, expr=lift(definition.expr, definition)))
+    return out
+
+
+def _groups(definitions: list[Definition]) -> list[list[Definition]]:
+    """The definitions in order, grouped where consecutive attentions share a memory.
+
+    Attentions with one mask, side and score, none reading another, are one group.
+    """
+    groups: list[list[Definition]] = []
+    for definition in definitions:
+        expr, last = definition.expr, groups[-1] if groups else None
+        if isinstance(expr, Attend) and last and isinstance(last[0].expr, Attend) and \
+                (expr.mask, expr.side, expr.score) == (last[0].expr.mask, last[0].expr.side,
+                                                        last[0].expr.score) and \
+                not names_used(expr) & {d.name for d in last}:
+            last.append(definition)
+        else:
+            groups.append([definition])
+    return groups
 
 
 def _reads(node: Node, index: str) -> list[At]:
-    """The distinct ``P[index]`` reads of an attention's formula."""
+    """The distinct ``P[index]`` reads of an attention's formula, in order."""
     if isinstance(node, At):
         return [node] if node.index == index else []
     if isinstance(node, Not):
@@ -50,357 +113,316 @@ def _reads(node: Node, index: str) -> list[At]:
     return []
 
 
-def _subnodes(node: Node) -> list[Node]:
-    """Every node below ``node``."""
-    if isinstance(node, Not):
-        return [node.arg, *_subnodes(node.arg)]
-    if isinstance(node, (And, Or)):
-        return [n for arg in node.args for n in (arg, *_subnodes(arg))]
-    return []
+class _Machine:
+    """The two automata and the table of the definitions still to be read."""
 
-
-def _intern(node: Node, table: dict) -> Node:
-    """``node`` rebuilt so that equal subtrees are one object (the first one met)."""
-    if isinstance(node, Not):
-        node = replace(node, arg=_intern(node.arg, table))
-    elif isinstance(node, (And, Or)):
-        node = replace(node, args=tuple(_intern(arg, table) for arg in node.args))
-    elif isinstance(node, At):
-        node = replace(node, vector=_intern(node.vector, table))
-    elif isinstance(node, Attend):
-        node = replace(node, score=_intern(node.score, table), value=_intern(node.value, table),
-                       default=_intern(node.default, table))
-    return table.setdefault(node, node)
-
-
-class _Memory:
-    """Attentions with one mask, side and score: their qualifying keys are the same."""
-
-    def __init__(self, attend: Attend, defined: set[str]) -> None:
-        self.mask, self.side, self.score = attend.mask, attend.side, attend.score
-        self.i_reads = _reads(attend.score, "i")
-        self.j_reads = list(_reads(attend.score, "j"))  # and of every value that shares it
-        self.slots = list(itertools.product((False, True), repeat=len(self.i_reads)))
-        self.parts: list[int | None] = [None, None]  # its memory in the left, right automaton
-        self.defined = set(defined)  # the definitions before it: their values are known then
-
-    def can_share(self, attend: Attend) -> bool:
-        """Whether another attention's value reads at keys only what was known when added."""
-        return all(not isinstance(r.vector, Name) or r.vector.name in self.defined
-                   for r in _reads(attend.value, "j"))
-
-    def add_reads(self, attend: Attend) -> None:
-        """Keep the key-side reads of another attention's value too."""
-        self.j_reads += [r for r in _reads(attend.value, "j") if r not in self.j_reads]
-
-
-class _Part(NamedTuple):
-    """A memory in one automaton, kept per class of the other automaton's states."""
-
-    memory: _Memory
-    others: int  # how many memories the other automaton had when it was added
-    classes: list[int]  # per state of the other automaton (of that many memories), its class
-    representatives: list[int]  # one state of each class
-
-
-class _Automaton:
-    """One side's states, numbered per number of memories, and their transitions."""
-
-    def __init__(self) -> None:
-        self.parts: list[_Part] = []
-        self.keys: list[list[tuple]] = [[()]]  # per count: (state before the last memory, value)
-        self.numbers: list[dict] = [{(): 0}]
-        self.values: list[list[tuple]] = []  # per memory: its distinct values
-        self.value_numbers: list[dict] = []
-        self.moves: list[dict] = [{}]
-        self.starts = [0]
-        self.reached: dict[int, int] = {0: 1}
-        self.fewer: dict[tuple[int, int, int], int] = {}  # see before
-
-    def number(self, count: int, key: tuple) -> int:
-        """The state of ``count`` memories with this key."""
-        if key not in self.numbers[count]:
-            if len(self.keys[count]) >= MAX_DFA_STATES:
-                raise SatsimError(f"the program's automata pass {MAX_DFA_STATES} states")
-            self.numbers[count][key] = len(self.keys[count])
-            self.keys[count].append(key)
-        return self.numbers[count][key]
-
-    def value_number(self, part: int, value: tuple) -> int:
-        """The number of one memory's value."""
-        numbers = self.value_numbers[part]
-        if value not in numbers:
-            numbers[value] = len(self.values[part])
-            self.values[part].append(value)
-        return numbers[value]
-
-    def before(self, count: int, state: int, fewer: int) -> int:
-        """The state with only the first ``fewer`` memories."""
-        assert fewer <= count, (fewer, count)
-        key = (count, state, fewer)
-        if key not in self.fewer:
-            earlier = state
-            for k in range(count, fewer, -1):
-                earlier = self.keys[k][earlier][0]
-            self.fewer[key] = earlier
-        return self.fewer[key]
-
-    def memory(self, count: int, state: int, part: int) -> tuple:
-        """The value of memory ``part`` in a state of ``count`` memories."""
-        return self.values[part][self.keys[part + 1][self.before(count, state, part + 1)][1]]
-
-
-class _TwoWay:
-    """The left and right automata of a program, and its definitions at (L_i, w_i, R_i)."""
-
-    def __init__(self, program: Program, max_reads: int = MAX_DFA_READS) -> None:
-        table: dict = {}
-        self.alphabet = tuple(program.alphabet)
+    def __init__(self, alphabet: tuple[str, ...], max_reads: int) -> None:
+        self.alphabet = alphabet
+        self.symbols = np.arange(len(alphabet))
+        self.left = np.zeros((1, len(alphabet)), dtype=np.int64)  # prefix state, one symbol on
+        self.right = np.zeros((1, len(alphabet)), dtype=np.int64)  # suffix state, one before
+        self.left_start = self.right_start = 0
+        self.columns: dict = {}  # per definition: its value at (left state, symbol, right state)
         self.max_reads = self.reads_left = max_reads
-        self.exprs = {d.name: _intern(d.expr, table) for d in program.definitions}
-        self.sides = (_Automaton(), _Automaton())
-        self.memory_of: dict[int, _Memory] = {}
-        self.needs: dict[str, tuple[int, int]] = {}
-        self.known: dict = {}  # each definition at each point read, see value
-        defined: set[str] = set()
-        by_score: dict[tuple, _Memory] = {}
-        first_needed: dict[str, list[_Memory]] = {}  # per definition, the memories it adds
-        for d in program.definitions:
-            expr = self.exprs[d.name]
-            first_needed[d.name] = []
-            for attend in (a for a in (expr, *_subnodes(expr)) if isinstance(a, Attend)):
-                if id(attend) in self.memory_of:
-                    continue
-                shared = by_score.get((attend.mask, attend.side, id(attend.score)))
-                if shared is None or not shared.can_share(attend):
-                    shared = by_score[(attend.mask, attend.side, id(attend.score))] = \
-                        _Memory(attend, defined)
-                    first_needed[d.name].append(shared)
-                shared.add_reads(attend)
-                self.memory_of[id(attend)] = shared
-            defined.add(d.name)
-        for d in program.definitions:
-            for memory in first_needed[d.name]:
-                if memory.mask in ("past", "all"):
-                    self._add(LEFT, memory)
-                if memory.mask in ("future", "all"):
-                    self._add(RIGHT, memory)
-            self.needs[d.name] = self._needs(self.exprs[d.name])
 
-    def _needs(self, node: Node) -> tuple[int, int]:
-        """How many memories of each automaton ``node``'s value depends on."""
-        if isinstance(node, Name):
-            return self.needs[node.name]
-        if isinstance(node, At):
-            return self._needs(node.vector)
-        found = []
-        if isinstance(node, Attend):
-            memory = self.memory_of[id(node)]
-            for side, part in enumerate(memory.parts):
-                if part is not None:  # its memory, and the other side's states it is kept for
-                    counts = [part + 1, self.sides[side].parts[part].others]
-                    found.append(tuple(counts) if side == LEFT else tuple(reversed(counts)))
-            found += [self._needs(n) for n in (node.score, node.value, node.default)]
-        elif isinstance(node, Not):
-            found.append(self._needs(node.arg))
-        elif isinstance(node, (And, Or)):
-            found += [self._needs(arg) for arg in node.args]
-        return (max((f[0] for f in found), default=0), max((f[1] for f in found), default=0))
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The table's shape: left states, symbols, right states."""
+        return (len(self.left), len(self.alphabet), len(self.right))
 
-    def _add(self, side: int, memory: _Memory) -> None:
-        """A memory for one more attention group, in the automaton of ``side``."""
-        this, other = self.sides[side], self.sides[1 - side]
-        count = len(other.parts)
-        part = len(this.parts)
-        classes, representatives = self._classes(side, memory, part, count)
-        memory.parts[side] = part
-        this.parts.append(_Part(memory, count, classes, representatives))
-        this.values.append([])
-        this.value_numbers.append({})
-        this.keys.append([])
-        this.numbers.append({})
-        this.moves.append({})
-        empty = tuple(tuple(None for _ in memory.slots) for _ in representatives)
-        this.starts.append(this.number(part + 1, (this.starts[part],
-                                                  this.value_number(part, empty))))
+    def spend_table(self, more: int) -> None:
+        """Count the table's cells, for its columns and ``more``, before they are made."""
+        self.spend(int(np.prod(self.shape)) * (len(self.columns) + more))
 
-    def _classes(self, side: int, memory: _Memory, part: int, count: int
-                 ) -> tuple[list[int], list[int]]:
-        """Classes of the other side's states the new memory need not tell apart; one of each.
-
-        Two states (of ``count`` memories) are one class when the memory's key-side reads agree
-        at every (state of this side, symbol) and the states one symbol further are one class
-        (the coarsest such partition): then the memory kept for the one is the memory kept for
-        the other.
-        """
-        other = 1 - side
-        own, states = self.reach(side, part), self.reach(other, count)
-        self._spend(own * states * len(self.alphabet) * len(memory.j_reads))
-
-        def point(state: int, symbol: str, o: int) -> tuple:
-            return (part, state, symbol, count, o) if side == LEFT else \
-                (count, o, symbol, part, state)
-
-        classes = _numbered([tuple(self.value(r.vector, point(state, symbol, o))
-                                   for state in range(own) for symbol in self.alphabet
-                                   for r in memory.j_reads) for o in range(states)])
-        while True:
-            finer = _numbered([(classes[o], *(classes[self.step(other, count, o, symbol)]
-                                              for symbol in self.alphabet))
-                               for o in range(states)])
-            if max(finer) == max(classes):
-                break
-            classes = finer
-        representatives = list({c: o for o, c in reversed(list(enumerate(classes)))}.values())
-        return classes, sorted(representatives, key=classes.__getitem__)
-
-    def _spend(self, reads: int) -> None:
-        """Count key-side reads against the budget."""
+    def spend(self, reads: int) -> None:
+        """Count key-side reads and table cells against the budget."""
         self.reads_left -= reads
         if self.reads_left < 0:
             raise SatsimError(f"the program's automata need more than {self.max_reads:,} key "
                               "reads")
 
-    def reach(self, side: int, count: int) -> int:
-        """How many states of ``count`` memories the automaton of ``side`` reaches (all found)."""
-        automaton = self.sides[side]
-        if count not in automaton.reached:
-            queue, seen = deque([automaton.starts[count]]), {automaton.starts[count]}
-            while queue:
-                state = queue.popleft()
-                for symbol in self.alphabet:
-                    target = self.step(side, count, state, symbol)
-                    if target not in seen:
-                        seen.add(target)
-                        queue.append(target)
-            automaton.reached[count] = len(seen)
-        return automaton.reached[count]
-
-    def step(self, side: int, count: int, state: int, symbol: str) -> int:
-        """The state after one more symbol (read after the prefix, or before the suffix)."""
-        if count == 0:
-            return 0
-        this = self.sides[side]
-        moves = this.moves[count]
-        if (state, symbol) not in moves:
-            earlier, value = this.keys[count][state]
-            part = count - 1
-            memory, others, classes, representatives = this.parts[part]
-            old = this.values[part][value]
-            self._spend(len(old) * len(memory.j_reads))
-            row = []
-            for o in representatives:  # the other side's state at this position, per class
-                point = (part, earlier, symbol, others, o) if side == LEFT else \
-                    (others, o, symbol, part, earlier)
-                row.append(self._remember(memory, side, old[classes[self.step(
-                    1 - side, others, o, symbol)]], point))
-            moves[(state, symbol)] = this.number(count, (
-                self.step(side, count - 1, earlier, symbol),
-                this.value_number(part, tuple(row))))
-        return moves[(state, symbol)]
-
-    def _remember(self, memory: _Memory, side: int, kept: tuple, point: tuple) -> tuple:
-        """A memory after one more position as a key, per slot of query-side reads."""
-        here = tuple(self.value(r.vector, point) for r in memory.j_reads)
-        at_j = dict(zip(map(id, memory.j_reads), here))
-        first_stays = (memory.side == "leftmost") == (side == LEFT)
-        return tuple(here if _pair(memory.score, dict(zip(map(id, memory.i_reads), slot)), at_j)
-                     and not (first_stays and before is not None) else before
-                     for slot, before in zip(memory.slots, kept))
-
-    def value(self, node: Node, point: tuple) -> bool:
-        """``node`` at a position: point is (left count, L_i, w_i, right count, R_i)."""
+    def vector(self, node: Node) -> np.ndarray:
+        """A Boolean combination's value at every (L, a, R)."""
         if isinstance(node, Symbol):
-            return point[2] == node.symbol
+            here = self.symbols == self.alphabet.index(node.symbol) \
+                if node.symbol in self.alphabet else np.zeros(len(self.alphabet), dtype=bool)
+            return np.broadcast_to(here[None, :, None], self.shape)
         if isinstance(node, Constant):
-            return bool(node.value)
+            return np.full(self.shape, bool(node.value))
         if isinstance(node, Name):
-            left, state, symbol, right, suffix = point
-            need_left, need_right = self.needs[node.name]
-            key = (node.name, need_left, self.sides[LEFT].before(left, state, need_left), symbol,
-                   need_right, self.sides[RIGHT].before(right, suffix, need_right))
-            if key not in self.known:
-                self.known[key] = self.value(self.exprs[node.name], key[1:])
-            return self.known[key]
+            return self.columns[node.name]
         if isinstance(node, Not):
-            return not self.value(node.arg, point)
-        if isinstance(node, And):
-            return all(self.value(arg, point) for arg in node.args)
-        if isinstance(node, Or):
-            return any(self.value(arg, point) for arg in node.args)
-        return self._attend(node, point)
+            return ~self.vector(node.arg)
+        if isinstance(node, (And, Or)):
+            join = np.logical_and if isinstance(node, And) else np.logical_or
+            return join.reduce([self.vector(arg) for arg in node.args])
+        raise TypeError(f"not a B-RASP Boolean node: {node!r}")
 
-    def _attend(self, node: Attend, point: tuple) -> bool:
-        """An attention at a position, from the memories on both sides."""
-        memory = self.memory_of[id(node)]
-        left, state, symbol, right, suffix = point
-        at_i = {id(r): self.value(r.vector, point) for r in
-                dict.fromkeys(memory.i_reads + _reads(node.value, "i") + _reads(node.default, "i"))}
-        slot = memory.slots.index(tuple(at_i[id(r)] for r in memory.i_reads))
-        found = [None, None]
-        for side, (count, here) in enumerate(((left, state), (right, suffix))):
-            part = memory.parts[side]
-            if part is not None:
-                _, others, classes, _ = self.sides[side].parts[part]
-                there = (right, suffix) if side == LEFT else (left, state)
-                o = self.step(1 - side, others, self.sides[1 - side].before(*there, others), symbol)
-                found[side] = self.sides[side].memory(count, here, part)[classes[o]][slot]
-        past, future = found
-        itself = None
-        if node.mask == "all":
-            reads = tuple(self.value(r.vector, point) for r in memory.j_reads)
-            if _pair(node.score, at_i, dict(zip(map(id, memory.j_reads), reads))):
-                itself = reads
-        order = {"past": [past], "future": [future]}.get(
-            node.mask, [past, itself, future] if node.side == "leftmost" else
-            [future, itself, past])
-        kept = next((k for k in order if k is not None), None)
-        if kept is None:
-            return _pair(node.default, at_i, {})
-        return _pair(node.value, at_i, dict(zip(map(id, memory.j_reads), kept)))
+    def define(self, group: list[Definition], later: set[str]) -> None:
+        """One definition, or a group sharing a memory; then only what ``later`` names is kept.
+
+        Both automata are minimised before a memory is added.
+        """
+        if isinstance(group[0].expr, Attend):
+            self.minimise()
+            columns = self.attend([d.expr for d in group])
+        else:
+            columns = [self.vector(d.expr) for d in group]
+        for definition, column in zip(group, columns):
+            self.columns[definition.name] = np.ascontiguousarray(column)
+        self.columns = {name: c for name, c in self.columns.items() if name in later}
+
+    def attend(self, nodes: list[Attend]) -> list[np.ndarray]:
+        """Attentions with one mask, side and score: their values at every (L, a, R).
+
+        The past's memory is added first, the automata minimised, then the future's.
+        """
+        node = nodes[0]
+        slots = _Tuples(_reads(node.score, "i"))  # a query's slot: what its score reads at i
+        keys = _Tuples(list(dict.fromkeys(_reads(node.score, "j") + [
+            r for other in nodes for r in _reads(other.value, "j")])))
+        slots.at(self)
+        sides = {"past": (LEFT,), "future": (RIGHT,), "all": (LEFT, RIGHT)}[node.mask]
+        found = {}  # per side: where its memory holds a key, and each attention's value there
+        for side in sides:
+            first_stays = (node.side == "leftmost") == (side == LEFT)
+            held = self.remember(side, self.offers(node.score, slots, keys), first_stays)
+            chosen = np.take_along_axis(held, slots.at(self)[..., None], -1)[..., 0]
+            for k, column in enumerate(self.found(nodes, chosen, keys)):
+                self.columns[(VIEW, side, k)] = column
+            self.minimise()
+        for side in sides:
+            found[side] = [self.columns.pop((VIEW, side, k)) for k in range(len(nodes) + 1)]
+        if node.mask == "all":  # the query itself, between the past and the future
+            offered = self.offers(node.score, slots, keys)
+            found["itself"] = self.found(
+                nodes, np.take_along_axis(offered, slots.at(self)[..., None], -1)[..., 0], keys)
+        order = [found[k] for k in (LEFT, "itself", RIGHT) if k in found]
+        if node.side == "rightmost":
+            order.reverse()
+        columns = []
+        for k, each in enumerate(nodes):
+            column = self.formula(each.default, self.at_i(each.default), [], [])
+            for where, *values in reversed(order):
+                column = np.where(where, values[k], column)
+            columns.append(column)
+        return columns
+
+    def found(self, nodes: list[Attend], chosen: np.ndarray, keys: _Tuples
+              ) -> list[np.ndarray]:
+        """Where a key was chosen (its reads' number, not -1), and each attention's value there.
+
+        The values are False where no key was chosen.
+        """
+        where = chosen >= 0
+        table = keys.table()[np.maximum(chosen, 0)]
+        bits = [table[..., k] for k in range(len(keys.reads))]
+        return [where] + [where & self.formula(each.value, self.at_i(each.value), bits,
+                                               keys.reads) for each in nodes]
+
+    def at_i(self, node: Node) -> dict:
+        """The query-side reads of an attention formula at every (L, a, R)."""
+        return {r: self.vector(r.vector) for r in _reads(node, "i")}
+
+    def offers(self, score: Node, slots: _Tuples, keys: _Tuples) -> np.ndarray:
+        """At every (L, a, R) as a key, per query slot: its reads' number if it qualifies, or -1."""
+        at_j = [self.vector(r.vector) for r in keys.reads]
+        code = keys.at(self)
+        offered = np.full((*self.shape, len(slots.numbers)), -1, dtype=np.int64)
+        for s, values in enumerate(slots.table()):
+            fixed = dict(zip(slots.reads, map(bool, values)))
+            offered[..., s] = np.where(self.formula(score, fixed, at_j, keys.reads), code, -1)
+        self.spend(offered.size)
+        return offered
+
+    def remember(self, side: int, offered: np.ndarray, first_stays: bool) -> np.ndarray:
+        """Extend one automaton by a memory; what it holds at every (L, a, R), per query slot."""
+        if side == LEFT:
+            kept, self.left, old = _extend(self.left, self.left_start, self.right, offered,
+                                           first_stays, self)
+            self.left_start = 0
+            self.spend_table(offered.shape[-1])
+            self.columns = {name: c[old] for name, c in self.columns.items()}
+            states = np.arange(len(self.left))[:, None, None]
+            held = kept[states, self.right.T[None, :, :]]  # the suffix from the query on
+        else:
+            kept, self.right, old = _extend(self.right, self.right_start, self.left,
+                                            offered.transpose(2, 1, 0, 3), first_stays, self)
+            self.right_start = 0
+            self.spend_table(offered.shape[-1])
+            self.columns = {name: c[:, :, old] for name, c in self.columns.items()}
+            states = np.arange(len(self.right))[None, None, :]
+            held = kept[states, self.left[:, :, None]]  # the prefix up to the query
+        return held
+
+    def formula(self, node: Node, at_i: dict, at_j: list, j_reads: list[At]) -> np.ndarray:
+        """An attention formula at every (L, a, R), from its reads at i and at j.
+
+        ``at_i`` holds a value or an array per read; ``at_j`` an array per ``j_reads``.
+        """
+        if isinstance(node, At):
+            if node.index == "i":
+                return np.broadcast_to(at_i[node], self.shape)
+            return at_j[j_reads.index(node)]
+        if isinstance(node, Constant):
+            return np.full(self.shape, bool(node.value))
+        if isinstance(node, Not):
+            return ~self.formula(node.arg, at_i, at_j, j_reads)
+        join = np.logical_and if isinstance(node, And) else np.logical_or
+        return join.reduce([self.formula(arg, at_i, at_j, j_reads) for arg in node.args])
+
+    def minimise(self) -> None:
+        """Merge each automaton's states whose rows of the table and successors agree."""
+        classes = _coarsest(self.left, _rows(self.columns.values(), 0, len(self.left)))
+        self.left, self.left_start, keep = _quotient(self.left, self.left_start, classes)
+        self.columns = {name: c[keep] for name, c in self.columns.items()}
+        classes = _coarsest(self.right, _rows(self.columns.values(), 2, len(self.right)))
+        self.right, self.right_start, keep = _quotient(self.right, self.right_start, classes)
+        self.columns = {name: np.ascontiguousarray(c[:, :, keep])
+                        for name, c in self.columns.items()}
 
 
-def _numbered(keys: list) -> list[int]:
-    """Each key's number, distinct keys numbered in the order they first occur."""
-    numbers: dict = {}
-    return [numbers.setdefault(key, len(numbers)) for key in keys]
+def _rows(columns, axis: int, states: int) -> np.ndarray:
+    """Each state's row of the table (``axis`` 0: left states, 2: right states), packed."""
+    flags = [np.moveaxis(c, axis, 0).reshape(states, -1) for c in columns]
+    return np.packbits(np.concatenate(flags, axis=1), axis=1) if flags else \
+        np.zeros((states, 0), dtype=np.uint8)
 
 
-def _pair(node: Node, at_i: dict, at_j: dict) -> bool:
-    """An attention formula from its reads at i and at j (by ``id``)."""
-    if isinstance(node, At):
-        return (at_i if node.index == "i" else at_j)[id(node)]
-    if isinstance(node, Constant):
-        return bool(node.value)
-    if isinstance(node, Not):
-        return not _pair(node.arg, at_i, at_j)
-    if isinstance(node, And):
-        return all(_pair(arg, at_i, at_j) for arg in node.args)
-    return any(_pair(arg, at_i, at_j) for arg in node.args)
+def _extend(moves: np.ndarray, start: int, other: np.ndarray, offers: np.ndarray,
+            first_stays: bool, machine: _Machine) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One automaton extended by a memory, its states found breadth first from the start.
+
+    ``offers[s, a, o, slot]`` is what a key read with this automaton in state s, symbol a and
+    the other automaton in state o (on the key's far side) offers. The memory is kept per state
+    of the other automaton on the query's far side: o for the key read next, and ``other[o, a]``
+    for the keys already read. Returns the memories, the new moves and each new state's old
+    state.
+    """
+    others, slots = offers.shape[2], offers.shape[3]
+    empty = np.full((others, slots), -1, dtype=np.int64)
+    number = {(start, empty.tobytes()): 0}
+    kept, old, rows, queue = [empty], [start], [], deque([0])
+    while queue:
+        state = queue.popleft()
+        row = []
+        for a in range(moves.shape[1]):
+            before = kept[state][other[:, a]]
+            offered = offers[old[state], a]
+            if first_stays:
+                after = np.where(before >= 0, before, offered)
+            else:
+                after = np.where(offered >= 0, offered, before)
+            machine.spend(after.size)
+            key = (int(moves[old[state], a]), after.tobytes())
+            if key not in number:
+                if len(number) >= MAX_DFA_STATES:
+                    raise SatsimError(f"the program's automata pass {MAX_DFA_STATES:,} states")
+                number[key] = len(number)
+                kept.append(after)
+                old.append(key[0])
+                queue.append(number[key])
+            row.append(number[key])
+        rows.append(row)
+    return np.stack(kept), np.array(rows, dtype=np.int64), np.array(old, dtype=np.int64)
+
+
+class _Tuples:
+    """The tuples of values some reads take in the table, numbered as first met.
+
+    The numbers stay while the automata change.
+    """
+
+    def __init__(self, reads: list[At]) -> None:
+        self.reads = reads
+        self.numbers: dict[bytes, int] = {}
+
+    def at(self, machine: _Machine) -> np.ndarray:
+        """The number of the reads' tuple at every (L, a, R)."""
+        shape = machine.shape
+        flags = np.stack([np.broadcast_to(machine.vector(r.vector), shape) for r in self.reads]
+                         + [np.zeros(shape, dtype=bool)], axis=-1)
+        packed = np.packbits(flags.reshape(-1, flags.shape[-1]), axis=1)
+        distinct, where = _distinct_rows(packed)
+        numbers = np.array([self.numbers.setdefault(row.tobytes(), len(self.numbers))
+                            for row in distinct], dtype=np.int64)
+        return numbers[where].reshape(shape)
+
+    def table(self) -> np.ndarray:
+        """Each number's tuple of values, a row each."""
+        rows = np.frombuffer(b"".join(self.numbers), dtype=np.uint8)
+        return np.unpackbits(rows.reshape(len(self.numbers), -1), axis=1)[
+            :, :len(self.reads)].astype(bool)
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a byte matrix, and each row's index among them.
+
+    Rows are told apart eight bytes at a time, never compared as a whole.
+    """
+    words = np.zeros((len(rows), -(-rows.shape[1] // 8) * 8), dtype=np.uint8)
+    words[:, :rows.shape[1]] = rows
+    words = words.view(np.uint64)
+    where = np.zeros(len(rows), dtype=np.int64)
+    for column in words.T:
+        values, inverse = np.unique(column, return_inverse=True)
+        where = np.unique(where * len(values) + inverse, return_inverse=True)[1]
+    first = np.unique(where, return_index=True)[1]
+    return rows[first], where
+
+
+def _coarsest(moves: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each state's class in the coarsest partition that keeps rows apart and respects moves.
+
+    Moore's refinement.
+    """
+    classes = _numbered(np.ascontiguousarray(rows))
+    while True:
+        finer = _numbered(np.column_stack([classes, classes[moves]]))
+        if finer.max(initial=0) == classes.max(initial=0):
+            return finer
+        classes = finer
+
+
+def _numbered(rows: np.ndarray) -> np.ndarray:
+    """Each row's number, distinct rows numbered in the order they first occur."""
+    numbers: dict[bytes, int] = {}
+    return np.array([numbers.setdefault(row.tobytes(), len(numbers)) for row in rows],
+                    dtype=np.int64)
+
+
+def _quotient(moves: np.ndarray, start: int, classes: np.ndarray
+              ) -> tuple[np.ndarray, int, np.ndarray]:
+    """The automaton on classes: its moves, its start, and one state of each class."""
+    keep = np.unique(classes, return_index=True)[1]
+    return classes[moves[keep]], int(classes[start]), keep
 
 
 def brasp_dfa(program: Program, max_reads: int = MAX_DFA_READS) -> DFA:
     """The minimal DFA of a B-RASP program.
 
     Refused past ``MAX_DFA_STATES`` states of either automaton or ``max_reads`` key-side reads
-    while building them.
+    and table cells while building them.
     """
-    machine = _TwoWay(program, max_reads)
-    left, right = machine.sides
-    count, suffixes = len(left.parts), len(right.parts)
-    accept = Name("accept", "bool")
-    start = (left.starts[count], accepts(program, ""))
+    machine = _Machine(tuple(program.alphabet), max_reads)
+    definitions = _split_attentions(program)
+    groups = _groups(definitions)
+    later, read_later = [], {"accept"}  # per group, the names read after it
+    for group in reversed(groups):
+        later.append(read_later)
+        read_later = read_later.union(*(names_used(d.expr) for d in group))
+    for group, kept in zip(groups, reversed(later)):
+        machine.define(group, kept)
+    machine.minimise()
+    accept = machine.columns["accept"][:, :, machine.right_start]  # the suffix is empty
+    start = (machine.left_start, accepts(program, ""))
     number, rows, queue = {start: 0}, [], deque([start])
     while queue:
         state, _ = queue.popleft()
         row = []
-        for symbol in machine.alphabet:  # at the last position the suffix is empty
-            target = (machine.step(LEFT, count, state, symbol),
-                      machine.value(accept, (count, state, symbol, suffixes,
-                                             right.starts[suffixes])))
+        for a in range(len(machine.alphabet)):
+            target = (int(machine.left[state, a]), bool(accept[state, a]))
             if target not in number:
-                if len(number) >= MAX_DFA_STATES:
-                    raise SatsimError(f"the program's automaton passes {MAX_DFA_STATES} states")
                 number[target] = len(number)
                 queue.append(target)
             row.append(number[target])

@@ -1,11 +1,12 @@
-"""The DFA of a B-RASP program (a left and a right automaton over attention memories), against
-the program's interpreter and the loops of its definitions (naive_brasp); DFA equivalence of
-extracted programs and of the suite's languages."""
+"""The DFA of a B-RASP program (a left and a right automaton, minimised against the definitions
+still to be read), against the program's interpreter and the loops of its definitions
+(naive_brasp); DFA equivalence of extracted programs and of the suite's languages."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import languages
 from satsim.errors import SatsimError
@@ -93,3 +94,55 @@ def test_a_construction_past_its_budget_of_key_reads_is_refused():
     program = parse_program(star_free_program("dyck-2-3"), "brasp")
     with pytest.raises(SatsimError, match="more than 50 key reads"):
         brasp_dfa(program, max_reads=50)
+
+
+@st.composite
+def programs_with_shared_scores(draw) -> str:
+    """A random program, then attentions that share one mask, side and score (one memory)
+    with values and defaults of their own, and ``accept`` reading two of them."""
+    lines = draw(brasp_programs(size=3)).splitlines()[:-1]  # its accept left out
+    reads = [line.split(" = ")[0] for line in lines[1:]] + ['Q("a")', 'Q("b")']
+
+    def formula(indices: str) -> str:
+        first, second = (f"{draw(st.sampled_from(reads))}[{draw(st.sampled_from(indices))}]"
+                         for _ in range(2))
+        return draw(st.sampled_from([first, f"not {first}", f"{first} and {second}",
+                                     f"{first} or not {second}", "True"]))
+
+    side = draw(st.sampled_from(["leftmost", "rightmost"]))
+    mask = draw(st.sampled_from(["j < i", "j > i", "True"]))
+    score = formula("ij")
+    members = draw(st.integers(2, 4))
+    for k in range(members):
+        lines.append(f"s{k} = {side}({mask}, {score}, {formula('ij')}, "
+                     f"default={formula('i')})")
+    first, second = (f"s{draw(st.integers(0, members - 1))}" for _ in range(2))
+    lines.append(f"accept = {first} {draw(st.sampled_from(['and', 'or']))} not {second}")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=programs_with_shared_scores())
+def test_attentions_sharing_a_memory_dfa_means_the_program(text):
+    program = parse_program(text, "brasp")
+    dfa = brasp_dfa(program)
+    for string in every_string("ab", 7):
+        assert dfa.accepts(string) == naive_brasp(program, string), string
+
+
+def test_an_attention_reading_more_than_64_vectors_at_its_keys():
+    """Its keys' reads take more values than fit in one machine word as bits; the value read
+    is the 69th, and no earlier read equals it."""
+    lines = ['alphabet = "ab"', 'prev_b = rightmost(j < i, True, Q("b")[j], default=False)',
+             'first_a = leftmost(True, True, Q("a")[j], default=False)']
+    parts = ['Q("a")', "prev_b", "first_a", "not prev_b", '(Q("a") and prev_b)']
+    lines += [f"c{k} = {parts[k % 5]}" for k in range(68)]
+    lines += ['c68 = (Q("b") and first_a)', "c69 = not first_a"]
+    score = " or ".join(f"c{k}[j]" for k in range(70))
+    lines.append(f'late = rightmost(j < i, ({score}), c68[j], default=Q("b")[i])')
+    lines.append("accept = late or c69")
+    program = parse_program("\n".join(lines) + "\n", "brasp")
+    dfa = brasp_dfa(program)
+    strings = every_string("ab", 9)
+    assert [dfa.accepts(s) for s in strings] == [naive_brasp(program, s) for s in strings]
+    assert len({dfa.accepts(s) for s in strings}) == 2
