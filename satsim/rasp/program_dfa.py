@@ -273,20 +273,13 @@ class _Machine:
 
     def minimise(self) -> None:
         """Merge each automaton's states whose rows of the table and successors agree."""
-        classes = _coarsest(self.left, _rows(self.columns.values(), 0, len(self.left)))
+        classes = _coarsest(self.left, self.columns.values(), 0)
         self.left, self.left_start, keep = _quotient(self.left, self.left_start, classes)
         self.columns = {name: c[keep] for name, c in self.columns.items()}
-        classes = _coarsest(self.right, _rows(self.columns.values(), 2, len(self.right)))
+        classes = _coarsest(self.right, self.columns.values(), 2)
         self.right, self.right_start, keep = _quotient(self.right, self.right_start, classes)
         self.columns = {name: np.ascontiguousarray(c[:, :, keep])
                         for name, c in self.columns.items()}
-
-
-def _rows(columns, axis: int, states: int) -> np.ndarray:
-    """Each state's row of the table (``axis`` 0: left states, 2: right states), packed."""
-    flags = [np.moveaxis(c, axis, 0).reshape(states, -1) for c in columns]
-    return np.packbits(np.concatenate(flags, axis=1), axis=1) if flags else \
-        np.zeros((states, 0), dtype=np.uint8)
 
 
 def _extend(moves: np.ndarray, start: int, other: np.ndarray, offers: np.ndarray,
@@ -340,13 +333,19 @@ class _Tuples:
     def at(self, machine: _Machine) -> np.ndarray:
         """The number of the reads' tuple at every (L, a, R)."""
         shape = machine.shape
-        flags = np.stack([np.broadcast_to(machine.vector(r.vector), shape) for r in self.reads]
-                         + [np.zeros(shape, dtype=bool)], axis=-1)
-        packed = np.packbits(flags.reshape(-1, flags.shape[-1]), axis=1)
-        distinct, where = _distinct_rows(packed)
+        where = np.zeros(int(np.prod(shape)), dtype=np.int64)  # distinct tuples so far, numbered
+        for start in range(0, len(self.reads), 56):  # 56 reads at a time, as bits of a word
+            bits = np.zeros(shape, dtype=np.int64)
+            for k, read in enumerate(self.reads[start:start + 56]):
+                bits |= machine.vector(read.vector).astype(np.int64) << k
+            values, inverse = np.unique(bits.ravel(), return_inverse=True)
+            where = np.unique(where * len(values) + inverse.ravel(), return_inverse=True)[1]
+        first = np.unique(where, return_index=True)[1]
+        met = np.array([np.broadcast_to(machine.vector(r.vector), shape).ravel()[first]
+                        for r in self.reads] + [np.zeros(len(first), dtype=bool)], dtype=bool)
         numbers = np.array([self.numbers.setdefault(row.tobytes(), len(self.numbers))
-                            for row in distinct], dtype=np.int64)
-        return numbers[where].reshape(shape)
+                            for row in np.packbits(met.T, axis=1)], dtype=np.int64)
+        return numbers[where.ravel()].reshape(shape)
 
     def table(self) -> np.ndarray:
         """Each number's tuple of values, a row each."""
@@ -355,28 +354,18 @@ class _Tuples:
             :, :len(self.reads)].astype(bool)
 
 
-def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of a byte matrix, and each row's index among them.
-
-    Rows are told apart eight bytes at a time, never compared as a whole.
-    """
-    words = np.zeros((len(rows), -(-rows.shape[1] // 8) * 8), dtype=np.uint8)
-    words[:, :rows.shape[1]] = rows
-    words = words.view(np.uint64)
-    where = np.zeros(len(rows), dtype=np.int64)
-    for column in words.T:
-        values, inverse = np.unique(column, return_inverse=True)
-        where = np.unique(where * len(values) + inverse, return_inverse=True)[1]
-    first = np.unique(where, return_index=True)[1]
-    return rows[first], where
-
-
-def _coarsest(moves: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _coarsest(moves: np.ndarray, columns, axis: int) -> np.ndarray:
     """Each state's class in the coarsest partition that keeps rows apart and respects moves.
 
-    Moore's refinement.
+    A state's row is the table at it (``axis`` 0: left states, 2: right states), read one
+    column at a time; then Moore's refinement.
     """
-    classes = _numbered(np.ascontiguousarray(rows))
+    classes = np.zeros(len(moves), dtype=np.int64)
+    for column in columns:
+        rows = np.packbits(np.moveaxis(column, axis, 0).reshape(len(moves), -1), axis=1)
+        numbers: dict = {}
+        classes = np.array([numbers.setdefault((k, row.tobytes()), len(numbers))
+                            for k, row in zip(classes.tolist(), rows)], dtype=np.int64)
     while True:
         finer = _numbered(np.column_stack([classes, classes[moves]]))
         if finer.max(initial=0) == classes.max(initial=0):
