@@ -142,7 +142,8 @@ def main() -> None:
     only = [name for name in args.only.split(",") if name]
     kept = ({row["language"]: row for row in json.loads(Path(args.out).read_text())}
             if only and Path(args.out).exists() else {})
-    for name in regular_names():
+    names = regular_names()
+    for index, name in enumerate(names):
         if only and name not in only:
             rows.extend([kept[name]] if name in kept else [])
             continue
@@ -151,8 +152,14 @@ def main() -> None:
             continue
         rows.append(round_trip(name, args.random, args.dfa_reads))
         print(json.dumps(rows[-1]), flush=True)
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(rows, handle, indent=1)
+        _write(args.out, rows + [kept[n] for n in names[index + 1:] if n in kept])
+    _write(args.out, rows)
+
+
+def _write(path: str, rows: list[dict]) -> None:
+    """The rows so far, and the kept rows of the languages still to come."""
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(rows, handle, indent=1)
 
 
 if __name__ == "__main__":
