@@ -19,6 +19,14 @@ from tests.support.helpers import every_string
 from tests.support.rasp_programs import brasp_programs, naive_brasp
 
 
+def assert_dfa_means_the_program(text: str, alphabet: str, length: int) -> None:
+    """The program's DFA accepts what the loops of its definitions accept, to ``length``."""
+    program = parse_program(text, "brasp")
+    dfa = brasp_dfa(program)
+    for string in every_string(alphabet, length):
+        assert dfa.accepts(string) == naive_brasp(program, string), string
+
+
 def test_tomita4_extracted_equals_the_suite_language_dfa():
     back = parse_program(write_program(extract(compile_program(
         read_program("examples/tomita4.brasp")))), "brasp")
@@ -57,19 +65,13 @@ def test_a_bounded_dyck_language_program_has_the_languages_dfa():
 @given(text=brasp_programs())
 def test_random_programs_dfa_means_the_program(text):
     """As generated (future and every-position masks at any depth): always built, and right."""
-    program = parse_program(text, "brasp")
-    dfa = brasp_dfa(program)
-    for string in every_string("ab", 7):
-        assert dfa.accepts(string) == naive_brasp(program, string), string
+    assert_dfa_means_the_program(text, "ab", 7)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=brasp_programs(alphabet="abc", size=7))
 def test_random_longer_programs_over_three_symbols_dfa_means_the_program(text):
-    program = parse_program(text, "brasp")
-    dfa = brasp_dfa(program)
-    for string in every_string("abc", 5):
-        assert dfa.accepts(string) == naive_brasp(program, string), string
+    assert_dfa_means_the_program(text, "abc", 5)
 
 
 @pytest.mark.slow  # fresh processes
@@ -124,10 +126,7 @@ def programs_with_shared_scores(draw) -> str:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=programs_with_shared_scores())
 def test_attentions_sharing_a_memory_dfa_means_the_program(text):
-    program = parse_program(text, "brasp")
-    dfa = brasp_dfa(program)
-    for string in every_string("ab", 7):
-        assert dfa.accepts(string) == naive_brasp(program, string), string
+    assert_dfa_means_the_program(text, "ab", 7)
 
 
 def test_an_attention_reading_more_than_64_vectors_at_its_keys():
