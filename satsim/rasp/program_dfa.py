@@ -8,13 +8,13 @@ some string, so the table is the definitions' meaning.
 
 The definitions are taken in program order. A Boolean combination is one more column of the
 table. An attention over the past extends the left automaton with a memory: for each suffix
-state that may follow the prefix, the key-side reads of the leftmost (rightmost) qualifying
-position (the keys' own values depend on the suffix). An attention over the future extends the
-right automaton with the mirror image, and one over every position both (the query itself in
-between). After each definition, the columns no later definition reads are dropped and each
-automaton is minimised against the table (two states are one when their rows agree and their
-successors are one), so the automata carry what is still to be read, never the memories
-themselves.
+state that may follow the prefix, what the leftmost (rightmost) qualifying position answers
+(each attention's value there, for each tuple of what the values read at the query; the keys'
+own values depend on the suffix). An attention over the future extends the right automaton
+with the mirror image, and one over every position both (the query itself in between).
+Columns no later definition reads are dropped, and before each memory each automaton is
+minimised against the table (two states are one when their rows agree and their successors
+are one), so the automata carry what is still to be read, never the memories themselves.
 
 At the last position the suffix is empty, so the language's automaton is the left one with
 ``accept`` read there, then minimised.
@@ -175,65 +175,80 @@ class _Machine:
     def attend(self, nodes: list[Attend]) -> list[np.ndarray]:
         """Attentions with one mask, side and score: their values at every (L, a, R).
 
-        The past's memory is added first, the automata minimised, then the future's.
+        A key is remembered by what it answers: each attention's value there, for each tuple
+        of what the values read at the query. The past's memory is added first, the automata
+        minimised, then the future's.
         """
         node = nodes[0]
-        slots = _Tuples(_reads(node.score, "i"))  # a query's slot: what its score reads at i
-        keys = _Tuples(list(dict.fromkeys(_reads(node.score, "j") + [
-            r for other in nodes for r in _reads(other.value, "j")])))
-        slots.at(self)
+        score_i = _reads(node.score, "i")
+        value_i = list(dict.fromkeys(r for each in nodes for r in _reads(each.value, "i")))
+        slots, cases = _Tuples(len(score_i)), _Tuples(len(value_i))
+        slots.at(self.reads(score_i), self.shape)  # what occurs now is all that ever occurs
+        cases.at(self.reads(value_i), self.shape)
+        answers = _Tuples(len(nodes) * len(cases.numbers))
         sides = {"past": (LEFT,), "future": (RIGHT,), "all": (LEFT, RIGHT)}[node.mask]
-        found = {}  # per side: where its memory holds a key, and each attention's value there
         for side in sides:
             first_stays = (node.side == "leftmost") == (side == LEFT)
-            held = self.remember(side, self.offers(node.score, slots, keys), first_stays)
-            chosen = np.take_along_axis(held, slots.at(self)[..., None], -1)[..., 0]
-            for k, column in enumerate(self.found(nodes, chosen, keys)):
+            offered = self.offers(nodes, score_i, value_i, slots, cases, answers)
+            held = self.remember(side, offered, first_stays)
+            chosen = np.take_along_axis(held, slots.at(self.reads(score_i), self.shape)[..., None],
+                                        -1)[..., 0]
+            for k, column in enumerate(self.found(len(nodes), chosen, value_i, cases, answers)):
                 self.columns[(VIEW, side, k)] = column
             self.minimise()
-        for side in sides:
-            found[side] = [self.columns.pop((VIEW, side, k)) for k in range(len(nodes) + 1)]
+        found = {side: [self.columns.pop((VIEW, side, k)) for k in range(len(nodes) + 1)]
+                 for side in sides}
         if node.mask == "all":  # the query itself, between the past and the future
-            offered = self.offers(node.score, slots, keys)
-            found["itself"] = self.found(
-                nodes, np.take_along_axis(offered, slots.at(self)[..., None], -1)[..., 0], keys)
+            offered = self.offers(nodes, score_i, value_i, slots, cases, answers)
+            itself = np.take_along_axis(
+                offered, slots.at(self.reads(score_i), self.shape)[..., None], -1)[..., 0]
+            found["itself"] = self.found(len(nodes), itself, value_i, cases, answers)
         order = [found[k] for k in (LEFT, "itself", RIGHT) if k in found]
         if node.side == "rightmost":
             order.reverse()
         columns = []
         for k, each in enumerate(nodes):
-            column = self.formula(each.default, self.at_i(each.default), [], [])
+            at_i = dict(zip(_reads(each.default, "i"), self.reads(_reads(each.default, "i"))))
+            column = self.formula(each.default, at_i, [], [])
             for where, *values in reversed(order):
                 column = np.where(where, values[k], column)
             columns.append(column)
         return columns
 
-    def found(self, nodes: list[Attend], chosen: np.ndarray, keys: _Tuples
-              ) -> list[np.ndarray]:
-        """Where a key was chosen (its reads' number, not -1), and each attention's value there.
+    def reads(self, reads: list[At]) -> list[np.ndarray]:
+        """Each read's vector at every (L, a, R)."""
+        return [np.broadcast_to(self.vector(r.vector), self.shape) for r in reads]
 
-        The values are False where no key was chosen.
-        """
-        where = chosen >= 0
-        table = keys.table()[np.maximum(chosen, 0)]
-        bits = [table[..., k] for k in range(len(keys.reads))]
-        return [where] + [where & self.formula(each.value, self.at_i(each.value), bits,
-                                               keys.reads) for each in nodes]
-
-    def at_i(self, node: Node) -> dict:
-        """The query-side reads of an attention formula at every (L, a, R)."""
-        return {r: self.vector(r.vector) for r in _reads(node, "i")}
-
-    def offers(self, score: Node, slots: _Tuples, keys: _Tuples) -> np.ndarray:
-        """At every (L, a, R) as a key, per query slot: its reads' number if it qualifies, or -1."""
-        at_j = [self.vector(r.vector) for r in keys.reads]
-        code = keys.at(self)
+    def offers(self, nodes: list[Attend], score_i: list[At], value_i: list[At], slots: _Tuples,
+               cases: _Tuples, answers: _Tuples) -> np.ndarray:
+        """Per (L, a, R) as a key and per query slot: its answers' number if it qualifies, or -1."""
+        j_reads = list(dict.fromkeys(_reads(nodes[0].score, "j") + [
+            r for each in nodes for r in _reads(each.value, "j")]))
+        at_j = self.reads(j_reads)
+        answered = [self.formula(each.value, dict(zip(value_i, map(bool, case))), at_j, j_reads)
+                    for each in nodes for case in cases.table()]
+        code = answers.at(answered, self.shape)
         offered = np.full((*self.shape, len(slots.numbers)), -1, dtype=np.int64)
         for s, values in enumerate(slots.table()):
-            fixed = dict(zip(slots.reads, map(bool, values)))
-            offered[..., s] = np.where(self.formula(score, fixed, at_j, keys.reads), code, -1)
+            fixed = dict(zip(score_i, map(bool, values)))
+            offered[..., s] = np.where(self.formula(nodes[0].score, fixed, at_j, j_reads), code,
+                                       -1)
         self.spend(offered.size)
         return offered
+
+    def found(self, count: int, chosen: np.ndarray, value_i: list[At], cases: _Tuples,
+              answers: _Tuples) -> list[np.ndarray]:
+        """Where a key was chosen (its answers' number, not -1), and each attention's value.
+
+        A value is the chosen key's answer for what the value reads at the query; False where
+        no key was chosen.
+        """
+        where = chosen >= 0
+        table = answers.table()[np.maximum(chosen, 0)]
+        case = cases.at(self.reads(value_i), self.shape)[..., None]
+        width = len(cases.numbers)
+        return [where] + [where & np.take_along_axis(table[..., k * width:(k + 1) * width],
+                                                     case, -1)[..., 0] for k in range(count)]
 
     def remember(self, side: int, offered: np.ndarray, first_stays: bool) -> np.ndarray:
         """Extend one automaton by a memory; what it holds at every (L, a, R), per query slot."""
@@ -321,28 +336,27 @@ def _extend(moves: np.ndarray, start: int, other: np.ndarray, offers: np.ndarray
 
 
 class _Tuples:
-    """The tuples of values some reads take in the table, numbered as first met.
+    """The tuples of values some Boolean arrays take in the table, numbered as first met.
 
     The numbers stay while the automata change.
     """
 
-    def __init__(self, reads: list[At]) -> None:
-        self.reads = reads
+    def __init__(self, width: int) -> None:
+        self.width = width
         self.numbers: dict[bytes, int] = {}
 
-    def at(self, machine: _Machine) -> np.ndarray:
-        """The number of the reads' tuple at every (L, a, R)."""
-        shape = machine.shape
+    def at(self, arrays: list[np.ndarray], shape: tuple[int, int, int]) -> np.ndarray:
+        """The number of the arrays' tuple at every (L, a, R)."""
         where = np.zeros(int(np.prod(shape)), dtype=np.int64)  # distinct tuples so far, numbered
-        for start in range(0, len(self.reads), 56):  # 56 reads at a time, as bits of a word
+        for start in range(0, len(arrays), 56):  # 56 arrays at a time, as bits of a word
             bits = np.zeros(shape, dtype=np.int64)
-            for k, read in enumerate(self.reads[start:start + 56]):
-                bits |= machine.vector(read.vector).astype(np.int64) << k
+            for k, array in enumerate(arrays[start:start + 56]):
+                bits |= array.astype(np.int64) << k
             values, inverse = np.unique(bits.ravel(), return_inverse=True)
             where = np.unique(where * len(values) + inverse.ravel(), return_inverse=True)[1]
         first = np.unique(where, return_index=True)[1]
-        met = np.array([np.broadcast_to(machine.vector(r.vector), shape).ravel()[first]
-                        for r in self.reads] + [np.zeros(len(first), dtype=bool)], dtype=bool)
+        met = np.array([np.broadcast_to(a, shape).ravel()[first] for a in arrays]
+                       + [np.zeros(len(first), dtype=bool)], dtype=bool)
         numbers = np.array([self.numbers.setdefault(row.tobytes(), len(self.numbers))
                             for row in np.packbits(met.T, axis=1)], dtype=np.int64)
         return numbers[where.ravel()].reshape(shape)
@@ -351,7 +365,7 @@ class _Tuples:
         """Each number's tuple of values, a row each."""
         rows = np.frombuffer(b"".join(self.numbers), dtype=np.uint8)
         return np.unpackbits(rows.reshape(len(self.numbers), -1), axis=1)[
-            :, :len(self.reads)].astype(bool)
+            :, :self.width].astype(bool)
 
 
 def _coarsest(moves: np.ndarray, columns, axis: int) -> np.ndarray:

@@ -129,17 +129,19 @@ def test_attentions_sharing_a_memory_dfa_means_the_program(text):
     assert_dfa_means_the_program(text, "ab", 7)
 
 
-def test_an_attention_reading_more_than_64_vectors_at_its_keys():
-    """Its keys' reads take more values than fit in one machine word as bits; the value read
-    is the 69th, and no earlier read equals it."""
+def test_attentions_reading_more_vectors_than_a_machine_word_has_bits():
+    """One score reads 70 vectors at its keys; 60 attentions share it (one memory), each with
+    a value of its own, so that a key's answers are 60 bits; accept reads the 69th vector's
+    and the last attention's."""
     lines = ['alphabet = "ab"', 'prev_b = rightmost(j < i, True, Q("b")[j], default=False)',
              'first_a = leftmost(True, True, Q("a")[j], default=False)']
     parts = ['Q("a")', "prev_b", "first_a", "not prev_b", '(Q("a") and prev_b)']
     lines += [f"c{k} = {parts[k % 5]}" for k in range(68)]
     lines += ['c68 = (Q("b") and first_a)', "c69 = not first_a"]
     score = " or ".join(f"c{k}[j]" for k in range(70))
-    lines.append(f'late = rightmost(j < i, ({score}), c68[j], default=Q("b")[i])')
-    lines.append("accept = late or c69")
+    lines += [f'late{k} = rightmost(j < i, ({score}), c{k + 10}[j], default=Q("b")[i])'
+              for k in range(60)]
+    lines.append("accept = (late58 and not late0) or (late59 and c69)")
     program = parse_program("\n".join(lines) + "\n", "brasp")
     dfa = brasp_dfa(program)
     strings = every_string("ab", 9)
