@@ -127,7 +127,7 @@ def main() -> None:
                         help="run only these languages (comma-separated); --out keeps its rows "
                              "of the others")
     parser.add_argument("--dfa-reads", type=int, default=MAX_DFA_READS,
-                        help="the DFA construction's budget of key reads")
+                        help="the DFA construction's budget of key reads and table cells")
     parser.add_argument("--examples", type=int, default=0, metavar="K",
                         help="instead: the 8 example programs, with K random strings of 10^4")
     args = parser.parse_args()

@@ -141,8 +141,13 @@ class _Machine:
             raise SatsimError(f"the program's automata need more than {self.max_reads:,} key "
                               "reads")
 
-    def vector(self, node: Node) -> np.ndarray:
-        """A Boolean combination's value at every (L, a, R)."""
+    def vector(self, node: Node, at_i: dict | None = None, at_j: list | None = None,
+               j_reads: list[At] | None = None) -> np.ndarray:
+        """A Boolean combination's value at every (L, a, R).
+
+        Inside an attention formula, ``P[i]`` comes from ``at_i`` (a value or an array per
+        read) and ``P[j]`` from ``at_j`` (an array per read of ``j_reads``).
+        """
         if isinstance(node, Symbol):
             here = self.symbols == self.alphabet.index(node.symbol) \
                 if node.symbol in self.alphabet else np.zeros(len(self.alphabet), dtype=bool)
@@ -151,11 +156,15 @@ class _Machine:
             return np.full(self.shape, bool(node.value))
         if isinstance(node, Name):
             return self.columns[node.name]
+        if isinstance(node, At):
+            if node.index == "i":
+                return np.broadcast_to(at_i[node], self.shape)
+            return at_j[j_reads.index(node)]
         if isinstance(node, Not):
-            return ~self.vector(node.arg)
+            return ~self.vector(node.arg, at_i, at_j, j_reads)
         if isinstance(node, (And, Or)):
             join = np.logical_and if isinstance(node, And) else np.logical_or
-            return join.reduce([self.vector(arg) for arg in node.args])
+            return join.reduce([self.vector(arg, at_i, at_j, j_reads) for arg in node.args])
         raise TypeError(f"not a B-RASP Boolean node: {node!r}")
 
     def define(self, group: list[Definition], later: set[str]) -> None:
@@ -191,8 +200,7 @@ class _Machine:
             first_stays = (node.side == "leftmost") == (side == LEFT)
             offered = self.offers(nodes, score_i, value_i, slots, cases, answers)
             held = self.remember(side, offered, first_stays)
-            chosen = np.take_along_axis(held, slots.at(self.reads(score_i), self.shape)[..., None],
-                                        -1)[..., 0]
+            chosen = self.at_query(held, slots, score_i)
             for k, column in enumerate(self.found(len(nodes), chosen, value_i, cases, answers)):
                 self.columns[(VIEW, side, k)] = column
             self.minimise()
@@ -200,20 +208,24 @@ class _Machine:
                  for side in sides}
         if node.mask == "all":  # the query itself, between the past and the future
             offered = self.offers(nodes, score_i, value_i, slots, cases, answers)
-            itself = np.take_along_axis(
-                offered, slots.at(self.reads(score_i), self.shape)[..., None], -1)[..., 0]
-            found["itself"] = self.found(len(nodes), itself, value_i, cases, answers)
+            found["itself"] = self.found(len(nodes), self.at_query(offered, slots, score_i),
+                                         value_i, cases, answers)
         order = [found[k] for k in (LEFT, "itself", RIGHT) if k in found]
         if node.side == "rightmost":
             order.reverse()
         columns = []
         for k, each in enumerate(nodes):
             at_i = dict(zip(_reads(each.default, "i"), self.reads(_reads(each.default, "i"))))
-            column = self.formula(each.default, at_i, [], [])
+            column = self.vector(each.default, at_i)
             for where, *values in reversed(order):
                 column = np.where(where, values[k], column)
             columns.append(column)
         return columns
+
+    def at_query(self, per_slot: np.ndarray, slots: _Tuples, score_i: list[At]) -> np.ndarray:
+        """At every (L, a, R) as a query, the entry of ``per_slot`` for its slot."""
+        slot = slots.at(self.reads(score_i), self.shape)
+        return np.take_along_axis(per_slot, slot[..., None], -1)[..., 0]
 
     def reads(self, reads: list[At]) -> list[np.ndarray]:
         """Each read's vector at every (L, a, R)."""
@@ -225,13 +237,13 @@ class _Machine:
         j_reads = list(dict.fromkeys(_reads(nodes[0].score, "j") + [
             r for each in nodes for r in _reads(each.value, "j")]))
         at_j = self.reads(j_reads)
-        answered = [self.formula(each.value, dict(zip(value_i, map(bool, case))), at_j, j_reads)
+        answered = [self.vector(each.value, dict(zip(value_i, map(bool, case))), at_j, j_reads)
                     for each in nodes for case in cases.table()]
         code = answers.at(answered, self.shape)
         offered = np.full((*self.shape, len(slots.numbers)), -1, dtype=np.int64)
         for s, values in enumerate(slots.table()):
             fixed = dict(zip(score_i, map(bool, values)))
-            offered[..., s] = np.where(self.formula(nodes[0].score, fixed, at_j, j_reads), code,
+            offered[..., s] = np.where(self.vector(nodes[0].score, fixed, at_j, j_reads), code,
                                        -1)
         self.spend(offered.size)
         return offered
@@ -269,22 +281,6 @@ class _Machine:
             states = np.arange(len(self.right))[None, None, :]
             held = kept[states, self.left[:, :, None]]  # the prefix up to the query
         return held
-
-    def formula(self, node: Node, at_i: dict, at_j: list, j_reads: list[At]) -> np.ndarray:
-        """An attention formula at every (L, a, R), from its reads at i and at j.
-
-        ``at_i`` holds a value or an array per read; ``at_j`` an array per ``j_reads``.
-        """
-        if isinstance(node, At):
-            if node.index == "i":
-                return np.broadcast_to(at_i[node], self.shape)
-            return at_j[j_reads.index(node)]
-        if isinstance(node, Constant):
-            return np.full(self.shape, bool(node.value))
-        if isinstance(node, Not):
-            return ~self.formula(node.arg, at_i, at_j, j_reads)
-        join = np.logical_and if isinstance(node, And) else np.logical_or
-        return join.reduce([self.formula(arg, at_i, at_j, j_reads) for arg in node.args])
 
     def minimise(self) -> None:
         """Merge each automaton's states whose rows of the table and successors agree."""
