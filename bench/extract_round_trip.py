@@ -7,6 +7,7 @@ about 2,000 strings) and on random strings of length 100.
 Writes bench/results/extract_round_trip.json.
 
     PYTHONPATH=. python bench/extract_round_trip.py [--random 100] [--only abcde,d2]
+    PYTHONPATH=. python bench/extract_round_trip.py --skip "" --programs DIR   # all 18, ~10 min
     PYTHONPATH=. python bench/extract_round_trip.py --examples 100   # the 8 examples, 10^4
 
 An extracted B-RASP program also gets its minimal DFA (satsim.rasp.program_dfa), compared with
@@ -34,13 +35,14 @@ from satsim.rasp import (
 from satsim.rasp.automata import DFA, decide, language_dfa
 from satsim.rasp.extract import NotExtractable, check_program, extract, write_program
 from satsim.rasp.extract_counts import extract_counts
-from satsim.rasp.program_dfa import MAX_DFA_READS, brasp_dfa, equivalent
+from satsim.rasp.program_dfa import MAX_DFA_CELLS, brasp_dfa, equivalent
 from satsim.rasp.regular import star_free_program
 from satsim.rasp.verify import all_strings_up_to
 
 
-def round_trip(name: str, n_random: int, dfa_reads: int = MAX_DFA_READS) -> dict:
-    """One language's round trip, as measured."""
+def round_trip(name: str, n_random: int, dfa_cells: int = MAX_DFA_CELLS,
+               programs: Path | None = None) -> dict:
+    """One language's round trip, as measured; the extracted program saved in ``programs``."""
     start = time.time()
     try:
         text = star_free_program(name)
@@ -55,6 +57,9 @@ def round_trip(name: str, n_random: int, dfa_reads: int = MAX_DFA_READS) -> dict
         back = write_program(extraction)
     except NotExtractable as error:
         return dict(row, extracted=False, why=str(error), seconds=round(time.time() - start, 1))
+    if programs is not None:
+        programs.mkdir(parents=True, exist_ok=True)
+        (programs / f"{name}.brasp").write_text(back, encoding="utf-8")
     meaning = interpreter(parse_program(back, "brasp", f"{name} extracted"))
     alphabet = tuple(language.alphabet)
     short, length = all_strings_up_to(alphabet, 12, budget=2000)
@@ -62,18 +67,18 @@ def round_trip(name: str, n_random: int, dfa_reads: int = MAX_DFA_READS) -> dict
     long = ["".join(rng.choice(alphabet) for _ in range(100)) for _ in range(n_random)]
     oracle_wrong = [s for s in short + long if meaning(s) != language.contains(s)]
     model_wrong = check_program(spec, back, short + long)
-    dfa = _dfa_check(back, language_dfa(language), dfa_reads)
+    dfa = _dfa_check(back, language_dfa(language), dfa_cells)
     return dict(row, extracted=True, **extraction.summary(), **dfa, lines=len(back.splitlines()),
                 exhaustive_to_length=length, short_strings=len(short), random_len100=len(long),
                 disagree_with_oracle=len(oracle_wrong), disagree_with_model=len(model_wrong),
                 seconds=round(time.time() - start, 1))
 
 
-def _dfa_check(text: str, original: DFA | None, reads: int = MAX_DFA_READS) -> dict:
+def _dfa_check(text: str, original: DFA | None, cells: int = MAX_DFA_CELLS) -> dict:
     """The extracted program's minimal DFA, decide's verdict and DFA equivalence with the
     original's, or why there is no DFA."""
     try:
-        dfa = brasp_dfa(parse_program(text, "brasp", "extracted"), reads)
+        dfa = brasp_dfa(parse_program(text, "brasp", "extracted"), cells)
     except SatsimError as refusal:
         return {"dfa": str(refusal)}
     row = {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}
@@ -126,8 +131,10 @@ def main() -> None:
     parser.add_argument("--only", default="",
                         help="run only these languages (comma-separated); --out keeps its rows "
                              "of the others")
-    parser.add_argument("--dfa-reads", type=int, default=MAX_DFA_READS,
-                        help="the DFA construction's budget of key reads and table cells")
+    parser.add_argument("--dfa-cells", type=int, default=MAX_DFA_CELLS,
+                        help="the DFA construction's budget of cells (see MAX_DFA_CELLS)")
+    parser.add_argument("--programs", type=Path, metavar="DIR",
+                        help="also write each extracted program to DIR/LANGUAGE.brasp")
     parser.add_argument("--examples", type=int, default=0, metavar="K",
                         help="instead: the 8 example programs, with K random strings of 10^4")
     args = parser.parse_args()
@@ -150,7 +157,7 @@ def main() -> None:
         if name in args.skip.split(","):
             rows.append({"language": name, "skipped": "--skip"})
             continue
-        rows.append(round_trip(name, args.random, args.dfa_reads))
+        rows.append(round_trip(name, args.random, args.dfa_cells, args.programs))
         print(json.dumps(rows[-1]), flush=True)
         _write(args.out, rows + [kept[n] for n in names[index + 1:] if n in kept])
     _write(args.out, rows)

@@ -1,29 +1,33 @@
-"""The DFA of a B-RASP program, its attentions looking at the past, the future or everywhere.
+"""The DFA of a B-RASP program, built backwards from ``accept``.
 
-Two deterministic automata are kept: a left one reads the prefix before a position (left to
-right) and a right one the suffix after it (right to left). Beside them is a table of every
-definition still to be read, at every (L, a, R): its value at a position whose prefix state is
-L, whose symbol is a and whose suffix state is R. Every such triple is met at some position of
-some string, so the table is the definitions' meaning.
+A *letter* is what a position holds between two stages of the program: its symbol (while a
+later definition reads symbols) and the value of every definition still to be read.
 
-The definitions are taken in program order. A Boolean combination is one more column of the
-table. An attention over the past extends the left automaton with a memory: for each suffix
-state that may follow the prefix, what the leftmost (rightmost) qualifying position answers
-(each attention's value there, for each tuple of what the values read at the query; the keys'
-own values depend on the suffix). An attention over the future extends the right automaton
-with the mirror image, and one over every position both (the query itself in between).
-Columns no later definition reads are dropped, and before each memory each automaton is
-minimised against the table (two states are one when their rows agree and their successors
-are one), so the automata carry what is still to be read, never the memories themselves.
+Stages, first to last. A stage is a run of attentions, none reading another's result, and the
+Boolean definitions after them up to the next attention that reads one of the stage's own
+definitions. Its attentions read the previous stage's letters. Each one remembers, per query
+slot, what the leftmost (rightmost) qualifying key answers: its value for what the value reads
+at the query. All attentions over the past share one left memory, read left to right over the
+letters before the query; those over the future share one right memory, read right to left
+over the letters after it. An attention over every position reads both, and the query itself in
+between. So a stage maps a letter, with the left memory's state before it and the right
+memory's state after it, to the next stage's letter. The letters a stage makes are every such
+image (an over-approximation of the letters that occur, which is safe: a letter no string makes
+is never read).
 
-At the last position the suffix is empty, so the language's automaton is the left one with
-``accept`` read there, then minimised.
+The language, last stage to first. The last stage's letters are accepted where ``accept``
+holds at the last position. A stage pulls an automaton over its letters back to one over the
+letters before: a left memory is run beside it, and the right memory's state at each position
+is guessed, one automaton state per guess, checked at the end where the suffix is empty. Each
+automaton is minimised, so it keeps only what ``accept`` needs; the intermediate definitions'
+own automata are never built.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,19 +46,16 @@ from satsim.rasp.syntax import (
     Or,
     Program,
     Symbol,
+    children,
     names_used,
 )
 
 MAX_DFA_STATES = 100_000
-"""The most states either automaton, or the language's machine, may reach before refusal."""
-LEFT, RIGHT = 0, 1
-"""The two automata: prefixes read left to right, suffixes read right to left."""
-VIEW = " memory"
-"""A column of what a memory holds at each query, kept while its attention is built."""
-MAX_DFA_READS = 2_000_000_000
-"""The most key-side reads (a memory's entry for one state of the other automaton, at one
-transition) and table cells (a definition at one (L, a, R)) before refusal: under a minute
-here, and at most this many bytes in one table."""
+"""The most states a memory or an automaton may reach before refusal."""
+MAX_DFA_CELLS = 2_000_000_000
+"""The most cells computed before refusal: a memory's or an automaton's entry at one move (for
+one slot, or one guess of the right memory), and a stage's letter at one (left memory state,
+letter, right memory state)."""
 
 
 def _split_attentions(program: Program) -> list[Definition]:
@@ -113,321 +114,279 @@ def _reads(node: Node, index: str) -> list[At]:
     return []
 
 
-class _Machine:
-    """The two automata and the table of the definitions still to be read."""
-
-    def __init__(self, alphabet: tuple[str, ...], max_reads: int) -> None:
-        self.alphabet = alphabet
-        self.symbols = np.arange(len(alphabet))
-        self.left = np.zeros((1, len(alphabet)), dtype=np.int64)  # prefix state, one symbol on
-        self.right = np.zeros((1, len(alphabet)), dtype=np.int64)  # suffix state, one before
-        self.left_start = self.right_start = 0
-        self.columns: dict = {}  # per definition: its value at (left state, symbol, right state)
-        self.max_reads = self.reads_left = max_reads
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        """The table's shape: left states, symbols, right states."""
-        return (len(self.left), len(self.alphabet), len(self.right))
-
-    def spend_table(self, more: int) -> None:
-        """Count the table's cells, for its columns and ``more``, before they are made."""
-        self.spend(int(np.prod(self.shape)) * (len(self.columns) + more))
-
-    def spend(self, reads: int) -> None:
-        """Count key-side reads and table cells against the budget."""
-        self.reads_left -= reads
-        if self.reads_left < 0:
-            raise SatsimError(f"the program's automata need more than {self.max_reads:,} key "
-                              "reads")
-
-    def vector(self, node: Node, at_i: dict | None = None, at_j: list | None = None,
-               j_reads: list[At] | None = None) -> np.ndarray:
-        """A Boolean combination's value at every (L, a, R).
-
-        Inside an attention formula, ``P[i]`` comes from ``at_i`` (a value or an array per
-        read) and ``P[j]`` from ``at_j`` (an array per read of ``j_reads``).
-        """
-        if isinstance(node, Symbol):
-            here = self.symbols == self.alphabet.index(node.symbol) \
-                if node.symbol in self.alphabet else np.zeros(len(self.alphabet), dtype=bool)
-            return np.broadcast_to(here[None, :, None], self.shape)
-        if isinstance(node, Constant):
-            return np.full(self.shape, bool(node.value))
-        if isinstance(node, Name):
-            return self.columns[node.name]
-        if isinstance(node, At):
-            if node.index == "i":
-                return np.broadcast_to(at_i[node], self.shape)
-            return at_j[j_reads.index(node)]
-        if isinstance(node, Not):
-            return ~self.vector(node.arg, at_i, at_j, j_reads)
-        if isinstance(node, (And, Or)):
-            join = np.logical_and if isinstance(node, And) else np.logical_or
-            return join.reduce([self.vector(arg, at_i, at_j, j_reads) for arg in node.args])
-        raise TypeError(f"not a B-RASP Boolean node: {node!r}")
-
-    def define(self, group: list[Definition], later: set[str]) -> None:
-        """One definition, or a group sharing a memory; then only what ``later`` names is kept.
-
-        Both automata are minimised before a memory is added.
-        """
-        if isinstance(group[0].expr, Attend):
-            self.minimise()
-            columns = self.attend([d.expr for d in group])
-        else:
-            columns = [self.vector(d.expr) for d in group]
-        for definition, column in zip(group, columns):
-            self.columns[definition.name] = np.ascontiguousarray(column)
-        self.columns = {name: c for name, c in self.columns.items() if name in later}
-
-    def attend(self, nodes: list[Attend]) -> list[np.ndarray]:
-        """Attentions with one mask, side and score: their values at every (L, a, R).
-
-        A key is remembered by what it answers: each attention's value there, for each tuple
-        of what the values read at the query. The past's memory is added first, the automata
-        minimised, then the future's.
-        """
-        node = nodes[0]
-        score_i = _reads(node.score, "i")
-        value_i = list(dict.fromkeys(r for each in nodes for r in _reads(each.value, "i")))
-        slots, cases = _Tuples(len(score_i)), _Tuples(len(value_i))
-        slots.at(self.reads(score_i), self.shape)  # what occurs now is all that ever occurs
-        cases.at(self.reads(value_i), self.shape)
-        answers = _Tuples(len(nodes) * len(cases.numbers))
-        sides = {"past": (LEFT,), "future": (RIGHT,), "all": (LEFT, RIGHT)}[node.mask]
-        for side in sides:
-            first_stays = (node.side == "leftmost") == (side == LEFT)
-            offered = self.offers(nodes, score_i, value_i, slots, cases, answers)
-            held = self.remember(side, offered, first_stays)
-            chosen = self.at_query(held, slots, score_i)
-            for k, column in enumerate(self.found(len(nodes), chosen, value_i, cases, answers)):
-                self.columns[(VIEW, side, k)] = column
-            self.minimise()
-        found = {side: [self.columns.pop((VIEW, side, k)) for k in range(len(nodes) + 1)]
-                 for side in sides}
-        if node.mask == "all":  # the query itself, between the past and the future
-            offered = self.offers(nodes, score_i, value_i, slots, cases, answers)
-            found["itself"] = self.found(len(nodes), self.at_query(offered, slots, score_i),
-                                         value_i, cases, answers)
-        order = [found[k] for k in (LEFT, "itself", RIGHT) if k in found]
-        if node.side == "rightmost":
-            order.reverse()
-        columns = []
-        for k, each in enumerate(nodes):
-            at_i = dict(zip(_reads(each.default, "i"), self.reads(_reads(each.default, "i"))))
-            column = self.vector(each.default, at_i)
-            for where, *values in reversed(order):
-                column = np.where(where, values[k], column)
-            columns.append(column)
-        return columns
-
-    def at_query(self, per_slot: np.ndarray, slots: _Tuples, score_i: list[At]) -> np.ndarray:
-        """At every (L, a, R) as a query, the entry of ``per_slot`` for its slot."""
-        slot = slots.at(self.reads(score_i), self.shape)
-        return np.take_along_axis(per_slot, slot[..., None], -1)[..., 0]
-
-    def reads(self, reads: list[At]) -> list[np.ndarray]:
-        """Each read's vector at every (L, a, R)."""
-        return [np.broadcast_to(self.vector(r.vector), self.shape) for r in reads]
-
-    def offers(self, nodes: list[Attend], score_i: list[At], value_i: list[At], slots: _Tuples,
-               cases: _Tuples, answers: _Tuples) -> np.ndarray:
-        """Per (L, a, R) as a key and per query slot: its answers' number if it qualifies, or -1."""
-        j_reads = list(dict.fromkeys(_reads(nodes[0].score, "j") + [
-            r for each in nodes for r in _reads(each.value, "j")]))
-        at_j = self.reads(j_reads)
-        answered = [self.vector(each.value, dict(zip(value_i, map(bool, case))), at_j, j_reads)
-                    for each in nodes for case in cases.table()]
-        code = answers.at(answered, self.shape)
-        offered = np.full((*self.shape, len(slots.numbers)), -1, dtype=np.int64)
-        for s, values in enumerate(slots.table()):
-            fixed = dict(zip(score_i, map(bool, values)))
-            offered[..., s] = np.where(self.vector(nodes[0].score, fixed, at_j, j_reads), code,
-                                       -1)
-        self.spend(offered.size)
-        return offered
-
-    def found(self, count: int, chosen: np.ndarray, value_i: list[At], cases: _Tuples,
-              answers: _Tuples) -> list[np.ndarray]:
-        """Where a key was chosen (its answers' number, not -1), and each attention's value.
-
-        A value is the chosen key's answer for what the value reads at the query; False where
-        no key was chosen.
-        """
-        where = chosen >= 0
-        table = answers.table()[np.maximum(chosen, 0)]
-        case = cases.at(self.reads(value_i), self.shape)[..., None]
-        width = len(cases.numbers)
-        return [where] + [where & np.take_along_axis(table[..., k * width:(k + 1) * width],
-                                                     case, -1)[..., 0] for k in range(count)]
-
-    def remember(self, side: int, offered: np.ndarray, first_stays: bool) -> np.ndarray:
-        """Extend one automaton by a memory; what it holds at every (L, a, R), per query slot."""
-        if side == LEFT:
-            kept, self.left, old = _extend(self.left, self.left_start, self.right, offered,
-                                           first_stays, self)
-            self.left_start = 0
-            self.spend_table(offered.shape[-1])
-            self.columns = {name: c[old] for name, c in self.columns.items()}
-            states = np.arange(len(self.left))[:, None, None]
-            held = kept[states, self.right.T[None, :, :]]  # the suffix from the query on
-        else:
-            kept, self.right, old = _extend(self.right, self.right_start, self.left,
-                                            offered.transpose(2, 1, 0, 3), first_stays, self)
-            self.right_start = 0
-            self.spend_table(offered.shape[-1])
-            self.columns = {name: c[:, :, old] for name, c in self.columns.items()}
-            states = np.arange(len(self.right))[None, None, :]
-            held = kept[states, self.left[:, :, None]]  # the prefix up to the query
-        return held
-
-    def minimise(self) -> None:
-        """Merge each automaton's states whose rows of the table and successors agree."""
-        classes = _coarsest(self.left, self.columns.values(), 0)
-        self.left, self.left_start, keep = _quotient(self.left, self.left_start, classes)
-        self.columns = {name: c[keep] for name, c in self.columns.items()}
-        classes = _coarsest(self.right, self.columns.values(), 2)
-        self.right, self.right_start, keep = _quotient(self.right, self.right_start, classes)
-        self.columns = {name: np.ascontiguousarray(c[:, :, keep])
-                        for name, c in self.columns.items()}
 
 
-def _extend(moves: np.ndarray, start: int, other: np.ndarray, offers: np.ndarray,
-            first_stays: bool, machine: _Machine) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One automaton extended by a memory, its states found breadth first from the start.
+@dataclass
+class _Letters:
+    """A stage's letters: each one's symbol (-1 where none is read later) and column values."""
 
-    ``offers[s, a, o, slot]`` is what a key read with this automaton in state s, symbol a and
-    the other automaton in state o (on the key's far side) offers. The memory is kept per state
-    of the other automaton on the query's far side: o for the key read next, and ``other[o, a]``
-    for the keys already read. Returns the memories, the new moves and each new state's old
-    state.
+    symbols: np.ndarray
+    columns: dict[str, np.ndarray]
+
+    def take(self, index: np.ndarray, names: set[str]) -> _Letters:
+        """The letters at ``index`` (any shape, for broadcasting), with the columns ``names``."""
+        return _Letters(self.symbols[index],
+                        {k: v[index] for k, v in self.columns.items() if k in names})
+
+
+@dataclass
+class _Stage:
+    """One stage's map: the next letter at (left memory state, letter, right memory state).
+
+    A side without memory has one state that every letter keeps.
     """
-    others, slots = offers.shape[2], offers.shape[3]
-    empty = np.full((others, slots), -1, dtype=np.int64)
-    number = {(start, empty.tobytes()): 0}
-    kept, old, rows, queue = [empty], [start], [], deque([0])
+
+    left: np.ndarray  # moves: state, letter at the end of the prefix -> state
+    right: np.ndarray  # moves: state, letter at the front of the suffix -> state
+    out: np.ndarray
+
+
+class _Budget:
+    """Cells computed so far, against ``MAX_DFA_CELLS`` (or the caller's limit)."""
+
+    def __init__(self, cells: int) -> None:
+        self.cells = self.left = cells
+
+    def spend(self, cells: int) -> None:
+        """Count cells; refuse past the limit."""
+        self.left -= cells
+        if self.left < 0:
+            raise SatsimError(f"the program's automata need more than {self.cells:,} cells")
+
+
+def _value(node: Node, alphabet: tuple[str, ...], here: _Letters,
+           there: _Letters | None = None) -> np.ndarray:
+    """A Boolean combination at letters ``here`` (``P[j]`` read at letters ``there``)."""
+    if isinstance(node, Symbol):
+        return here.symbols == (alphabet.index(node.symbol) if node.symbol in alphabet else -2)
+    if isinstance(node, Constant):
+        return np.bool_(node.value)
+    if isinstance(node, Name):
+        return here.columns[node.name]
+    if isinstance(node, At):
+        return _value(node.vector, alphabet, here if node.index == "i" else there)
+    if isinstance(node, Not):
+        return ~_value(node.arg, alphabet, here, there)
+    if isinstance(node, (And, Or)):
+        join = np.logical_and if isinstance(node, And) else np.logical_or
+        return functools.reduce(join, [_value(arg, alphabet, here, there) for arg in node.args])
+    raise TypeError(f"not a B-RASP Boolean node: {node!r}")
+
+
+def _reads_symbol(node: Node) -> bool:
+    """Whether ``node`` reads a symbol anywhere."""
+    return isinstance(node, Symbol) or any(_reads_symbol(child) for child in children(node))
+
+
+def _offers(nodes: list[Attend], letters: _Letters, alphabet: tuple[str, ...]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What each letter offers as a key to each query slot, for attentions sharing a score.
+
+    A slot is a tuple of what the score and the values read at the query. Returns, per slot
+    and key letter, the number of the key's answers (its values there) or -1 where the score
+    fails; each letter's slot; each answers' number's values.
+    """
+    count = len(letters.symbols)
+    query = list(dict.fromkeys(_reads(nodes[0].score, "i") + [
+        r for node in nodes for r in _reads(node.value, "i")]))
+    reads = np.array([np.broadcast_to(_value(r, alphabet, letters), count) for r in query],
+                     dtype=bool).reshape(len(query), count)
+    _, first, slot = np.unique(reads.T, axis=0, return_index=True, return_inverse=True)
+    read = set().union(*(names_used(node) for node in nodes))
+    here, there = letters.take(first[:, None], read), letters.take(np.arange(count)[None, :], read)
+    shape = (len(first), count)
+    qualifies = np.broadcast_to(_value(nodes[0].score, alphabet, here, there), shape)
+    values = np.stack([np.broadcast_to(_value(node.value, alphabet, here, there), shape)
+                       for node in nodes], axis=-1)
+    answers, number = np.unique(values.reshape(-1, len(nodes)), axis=0, return_inverse=True)
+    return np.where(qualifies, number.reshape(shape), -1), slot.ravel(), answers
+
+
+def _memory(offers: np.ndarray, first_stays: np.ndarray, budget: _Budget
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """A memory's states, breadth first from the empty one, as keys are read one by one.
+
+    ``offers[s, a]``: what key letter a offers at entry s (-1: nothing); an entry keeps what it
+    holds where ``first_stays`` and something is held, else takes what is offered. Returns the
+    moves (state, letter) and what each state holds.
+    """
+    empty = np.full(len(offers), -1, dtype=np.int64)
+    if not len(offers):  # no attention on this side: one state
+        return np.zeros((1, offers.shape[1]), dtype=np.int64), empty[None, :]
+    number = {empty.tobytes(): 0}
+    held, rows, queue = [empty], [], deque([0])
+    stays, keys = first_stays[None, :], offers.T
     while queue:
-        state = queue.popleft()
-        row = []
-        for a in range(moves.shape[1]):
-            before = kept[state][other[:, a]]
-            offered = offers[old[state], a]
-            if first_stays:
-                after = np.where(before >= 0, before, offered)
-            else:
-                after = np.where(offered >= 0, offered, before)
-            machine.spend(after.size)
-            key = (int(moves[old[state], a]), after.tobytes())
-            if key not in number:
-                if len(number) >= MAX_DFA_STATES:
-                    raise SatsimError(f"the program's automata pass {MAX_DFA_STATES:,} states")
-                number[key] = len(number)
-                kept.append(after)
-                old.append(key[0])
-                queue.append(number[key])
-            row.append(number[key])
-        rows.append(row)
-    return np.stack(kept), np.array(rows, dtype=np.int64), np.array(old, dtype=np.int64)
+        now = held[queue.popleft()][None, :]
+        after = np.where(stays & (now >= 0) | (keys < 0), now, keys)
+        budget.spend(after.size)
+        rows.append(_numbers(number, after, held, queue))
+    return np.array(rows, dtype=np.int64), np.stack(held)
 
 
-class _Tuples:
-    """The tuples of values some Boolean arrays take in the table, numbered as first met.
+def _numbers(number: dict, rows: np.ndarray, states: list, queue: deque) -> np.ndarray:
+    """Each row's state number; a row not seen before is numbered, kept and queued."""
+    rows = np.ascontiguousarray(rows)
+    distinct, first, where = np.unique(rows.view(np.dtype((np.void, rows.shape[1] * 8))).ravel(),
+                                       return_index=True, return_inverse=True)
+    numbers = np.empty(len(distinct), dtype=np.int64)
+    for k, (key, row) in enumerate(zip(distinct.tolist(), first)):
+        if key not in number:
+            if len(number) >= MAX_DFA_STATES:
+                raise SatsimError(f"the program's automata pass {MAX_DFA_STATES:,} states")
+            number[key] = len(number)
+            states.append(rows[row])
+            queue.append(number[key])
+        numbers[k] = number[key]
+    return numbers[where.ravel()]
 
-    The numbers stay while the automata change.
+
+def _stage(groups: list[list[Definition]], booleans: list[Definition], letters: _Letters,
+           alphabet: tuple[str, ...], kept: set[str], symbols_kept: bool, budget: _Budget
+           ) -> tuple[_Stage, _Letters]:
+    """One stage's map and the letters it makes (``kept``: the names read later)."""
+    count = len(letters.symbols)
+    offered = [_offers([d.expr for d in group], letters, alphabet) for group in groups]
+    moves, held, entries = {}, {}, {}
+    for side, masks, leftmost_stays in (("left", ("past", "all"), True),
+                                        ("right", ("future", "all"), False)):
+        mine = [k for k, group in enumerate(groups) if group[0].expr.mask in masks]
+        widths = np.cumsum([0] + [len(offered[k][0]) for k in mine])
+        entries[side] = {k: slice(widths[n], widths[n + 1]) for n, k in enumerate(mine)}
+        stays = np.repeat([(groups[k][0].expr.side == "leftmost") == leftmost_stays
+                           for k in mine], np.diff(widths)).astype(bool)
+        offers = np.concatenate([offered[k][0] for k in mine]) if mine else \
+            np.zeros((0, count), dtype=np.int64)
+        moves[side], held[side] = _memory(offers, stays, budget)
+    shape = (len(moves["left"]), count, len(moves["right"]))
+    budget.spend(int(np.prod(shape)) * len(groups))
+    chosen = [_chosen(group[0].expr, offered[k], held, entries, k, shape)
+              for k, group in enumerate(groups)]
+    combination = np.broadcast_to(np.arange(count)[None, :, None], shape)
+    for each in chosen:  # the distinct (letter, answers chosen) of this stage
+        combination = np.unique(combination * (each.max(initial=0) + 2) + each + 1,
+                                return_inverse=True)[1].reshape(shape)
+    _, cell = np.unique(combination, return_index=True)
+    letter = np.broadcast_to(np.arange(count)[None, :, None], shape).ravel()[cell]
+    here = letters.take(letter, kept.union(*(names_used(d.expr) for g in groups for d in g),
+                                           *(names_used(d.expr) for d in booleans)))
+    for k, group in enumerate(groups):
+        answers, pick = offered[k][2], chosen[k].ravel()[cell]
+        for m, definition in enumerate(group):
+            default = np.broadcast_to(_value(definition.expr.default, alphabet, here), len(cell))
+            here.columns[definition.name] = np.where(pick >= 0, answers[np.maximum(pick, 0), m],
+                                                     default)
+    for definition in booleans:
+        here.columns[definition.name] = np.broadcast_to(
+            _value(definition.expr, alphabet, here), len(cell))
+    names = sorted(name for name in here.columns if name in kept)
+    budget.spend(len(cell) * (len(names) + 1))
+    words = np.zeros((len(cell), 1 + (len(names) + 62) // 63), dtype=np.int64)
+    words[:, 0] = here.symbols if symbols_kept else -1
+    for k, name in enumerate(names):
+        words[:, 1 + k // 63] |= here.columns[name].astype(np.int64) << (k % 63)
+    _, first, made = np.unique(words.view(np.dtype((np.void, words.shape[1] * 8))).ravel(),
+                               return_index=True, return_inverse=True)
+    new = _Letters(words[first, 0], {name: here.columns[name][first] for name in names})
+    return _Stage(moves["left"], moves["right"], made.ravel()[combination]), new
+
+
+def _chosen(node: Attend, offered: tuple, held: dict, entries: dict, k: int,
+            shape: tuple[int, int, int]) -> np.ndarray:
+    """At every (left state, letter, right state): the chosen key's answers' number, or -1."""
+    offers, slot, _ = offered
+    count = shape[1]
+    nothing = np.full((1, count, 1), -1, dtype=np.int64)
+    before = held["left"][:, entries["left"][k]][:, slot][:, :, None] \
+        if k in entries["left"] else nothing
+    after = held["right"][:, entries["right"][k]][:, slot].T[None] \
+        if k in entries["right"] else nothing
+    itself = offers[slot, np.arange(count)][None, :, None] if node.mask == "all" else nothing
+    first, middle, last = (before, itself, after) if node.side == "leftmost" else \
+        (after, itself, before)
+    return np.broadcast_to(np.where(first >= 0, first, np.where(middle >= 0, middle, last)),
+                           shape)
+
+
+def _stages(program: Program, budget: _Budget) -> tuple[list[_Stage], _Letters]:
+    """The program's stages, first to last, and the last stage's letters."""
+    alphabet = tuple(program.alphabet)
+    groups = _groups(_split_attentions(program))
+    after, read_later, symbols_later = [], {"accept"}, False
+    for group in reversed(groups):  # per group, what is read after it
+        after.append((read_later, symbols_later))
+        read_later = read_later.union(*(names_used(d.expr) for d in group))
+        symbols_later = symbols_later or any(_reads_symbol(d.expr) for d in group)
+    after.reverse()
+    plan, attentions, booleans, defined = [], [], [], set()
+    for k, group in enumerate(groups):
+        if isinstance(group[0].expr, Attend):
+            if set().union(*(names_used(d.expr) for d in group)) & defined:
+                plan.append((attentions, booleans, after[k - 1]))
+                attentions, booleans, defined = [], [], set()
+            attentions.append(group)
+        else:
+            booleans += group
+        defined |= {d.name for d in group}
+    plan.append((attentions, booleans, after[-1]))
+    letters, stages = _Letters(np.arange(len(alphabet)), {}), []
+    for attentions, booleans, (kept, symbols_kept) in plan:
+        stage, letters = _stage(attentions, booleans, letters, alphabet, kept, symbols_kept,
+                                budget)
+        stages.append(stage)
+    return stages, letters
+
+
+def _pull_back(stage: _Stage, delta: np.ndarray, start: int, accepting: np.ndarray,
+               budget: _Budget) -> tuple[np.ndarray, int, np.ndarray]:
+    """An automaton over a stage's letters, pulled back to the letters before it, minimised.
+
+    A state is the left memory's state, then per guess of the right memory's state on the
+    suffix from here on, the later automaton's state (-1: no suffix makes that guess).
     """
-
-    def __init__(self, width: int) -> None:
-        self.width = width
-        self.numbers: dict[bytes, int] = {}
-
-    def at(self, arrays: list[np.ndarray], shape: tuple[int, int, int]) -> np.ndarray:
-        """The number of the arrays' tuple at every (L, a, R)."""
-        where = np.zeros(int(np.prod(shape)), dtype=np.int64)  # distinct tuples so far, numbered
-        for start in range(0, len(arrays), 56):  # 56 arrays at a time, as bits of a word
-            bits = np.zeros(shape, dtype=np.int64)
-            for k, array in enumerate(arrays[start:start + 56]):
-                bits |= array.astype(np.int64) << k
-            values, inverse = np.unique(bits.ravel(), return_inverse=True)
-            where = np.unique(where * len(values) + inverse.ravel(), return_inverse=True)[1]
-        first = np.unique(where, return_index=True)[1]
-        met = np.array([np.broadcast_to(a, shape).ravel()[first] for a in arrays]
-                       + [np.zeros(len(first), dtype=bool)], dtype=bool)
-        numbers = np.array([self.numbers.setdefault(row.tobytes(), len(self.numbers))
-                            for row in np.packbits(met.T, axis=1)], dtype=np.int64)
-        return numbers[where.ravel()].reshape(shape)
-
-    def table(self) -> np.ndarray:
-        """Each number's tuple of values, a row each."""
-        rows = np.frombuffer(b"".join(self.numbers), dtype=np.uint8)
-        return np.unpackbits(rows.reshape(len(self.numbers), -1), axis=1)[
-            :, :self.width].astype(bool)
+    first = np.concatenate([[0], np.full(len(stage.right), start)]).astype(np.int64)
+    number = {first.tobytes(): 0}
+    states, rows, queue = [first], [], deque([0])
+    while queue:
+        left, *guessed = states[queue.popleft()]
+        before = np.array(guessed)[stage.right]  # per guess after the letter, and letter
+        after = np.where(before >= 0, delta[np.maximum(before, 0), stage.out[left].T], -1)
+        budget.spend(after.size)
+        rows.append(_numbers(number, np.column_stack([stage.left[left], after.T]), states,
+                             queue))
+    final = np.array([state[1] >= 0 and accepting[state[1]] for state in states])
+    return _minimised(np.array(rows, dtype=np.int64), final)
 
 
-def _coarsest(moves: np.ndarray, columns, axis: int) -> np.ndarray:
-    """Each state's class in the coarsest partition that keeps rows apart and respects moves.
-
-    A state's row is the table at it (``axis`` 0: left states, 2: right states), read one
-    column at a time; then Moore's refinement.
-    """
-    classes = np.zeros(len(moves), dtype=np.int64)
-    for column in columns:
-        rows = np.packbits(np.moveaxis(column, axis, 0).reshape(len(moves), -1), axis=1)
-        numbers: dict = {}
-        classes = np.array([numbers.setdefault((k, row.tobytes()), len(numbers))
-                            for k, row in zip(classes.tolist(), rows)], dtype=np.int64)
+def _minimised(delta: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """A complete automaton (start 0, every state reachable) minimised by Moore's refinement."""
+    classes = accepting.astype(np.int64)
     while True:
-        finer = _numbered(np.column_stack([classes, classes[moves]]))
-        if finer.max(initial=0) == classes.max(initial=0):
-            return finer
-        classes = finer
+        rows = np.column_stack([classes, classes[delta]])
+        _, first, finer = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        if len(first) == len(np.unique(classes)):
+            break
+        classes = finer.ravel()
+    finer = finer.ravel()
+    keep = np.unique(finer, return_index=True)[1]
+    return finer[delta[keep]], int(finer[0]), accepting[keep]
 
 
-def _numbered(rows: np.ndarray) -> np.ndarray:
-    """Each row's number, distinct rows numbered in the order they first occur."""
-    numbers: dict[bytes, int] = {}
-    return np.array([numbers.setdefault(row.tobytes(), len(numbers)) for row in rows],
-                    dtype=np.int64)
-
-
-def _quotient(moves: np.ndarray, start: int, classes: np.ndarray
-              ) -> tuple[np.ndarray, int, np.ndarray]:
-    """The automaton on classes: its moves, its start, and one state of each class."""
-    keep = np.unique(classes, return_index=True)[1]
-    return classes[moves[keep]], int(classes[start]), keep
-
-
-def brasp_dfa(program: Program, max_reads: int = MAX_DFA_READS) -> DFA:
+def brasp_dfa(program: Program, max_cells: int = MAX_DFA_CELLS) -> DFA:
     """The minimal DFA of a B-RASP program.
 
-    Refused past ``MAX_DFA_STATES`` states of either automaton or ``max_reads`` key-side reads
-    and table cells while building them.
+    Refused past ``MAX_DFA_STATES`` states of a memory or an automaton, or ``max_cells`` cells
+    computed while building them.
     """
-    machine = _Machine(tuple(program.alphabet), max_reads)
-    definitions = _split_attentions(program)
-    groups = _groups(definitions)
-    later, read_later = [], {"accept"}  # per group, the names read after it
-    for group in reversed(groups):
-        later.append(read_later)
-        read_later = read_later.union(*(names_used(d.expr) for d in group))
-    for group, kept in zip(groups, reversed(later)):
-        machine.define(group, kept)
-    machine.minimise()
-    accept = machine.columns["accept"][:, :, machine.right_start]  # the suffix is empty
-    start = (machine.left_start, accepts(program, ""))
-    number, rows, queue = {start: 0}, [], deque([start])
-    while queue:
-        state, _ = queue.popleft()
-        row = []
-        for a in range(len(machine.alphabet)):
-            target = (int(machine.left[state, a]), bool(accept[state, a]))
-            if target not in number:
-                number[target] = len(number)
-                queue.append(target)
-            row.append(number[target])
-        rows.append(row)
-    accepting = np.array([a for (_, a) in sorted(number, key=number.get)], dtype=bool)
-    return minimal_dfa(machine.alphabet, np.array(rows, dtype=np.int64), 0, accepting)
+    budget = _Budget(max_cells)
+    stages, letters = _stages(program, budget)
+    accept = letters.columns["accept"]  # start, then after an accepted or a refused letter
+    delta = np.tile(np.where(accept, 1, 2), (3, 1)).astype(np.int64)
+    accepting = np.array([accepts(program, ""), True, False])
+    start = 0
+    for stage in reversed(stages):
+        delta, start, accepting = _pull_back(stage, delta, start, accepting, budget)
+    return minimal_dfa(tuple(program.alphabet), delta, start, accepting)
 
 
 def equivalent(a: DFA, b: DFA) -> str | None:

@@ -1,8 +1,11 @@
-"""The DFA of a B-RASP program (a left and a right automaton, minimised against the definitions
-still to be read), against the program's interpreter and the loops of its definitions
-(naive_brasp); DFA equivalence of extracted programs and of the suite's languages."""
+"""The DFA of a B-RASP program (built backwards from accept, stage by stage), against the
+program's interpreter and the loops of its definitions (naive_brasp); DFA equivalence of
+extracted programs and of the suite's languages."""
 
 from __future__ import annotations
+
+import gzip
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,13 +13,23 @@ from hypothesis import strategies as st
 
 import languages
 from satsim.errors import SatsimError
-from satsim.rasp import compile_program, interpreter, parse_program, read_program
+from satsim.rasp import compile_program, interpreter, parse_program, read_program, regular_names
 from satsim.rasp.automata import decide, language_dfa
 from satsim.rasp.extract import extract, write_program
 from satsim.rasp.program_dfa import brasp_dfa, equivalent
 from satsim.rasp.regular import star_free_program
 from tests.support.helpers import every_string
 from tests.support.rasp_programs import brasp_programs, naive_brasp
+
+DATA = Path(__file__).parents[1] / "data" / "extracted"
+
+
+def _star_free(name: str) -> bool:
+    try:
+        star_free_program(name)
+    except SatsimError:
+        return False
+    return True
 
 
 def assert_dfa_means_the_program(text: str, alphabet: str, length: int) -> None:
@@ -61,6 +74,24 @@ def test_a_bounded_dyck_language_program_has_the_languages_dfa():
     assert dfa.states == 16  # the stacks of depth at most 3 over two types, and the dead state
 
 
+@pytest.mark.parametrize("name", [n for n in regular_names() if _star_free(n)])
+def test_every_star_free_program_of_the_suite_has_its_languages_dfa(name):
+    dfa = brasp_dfa(parse_program(star_free_program(name), "brasp"))
+    assert equivalent(dfa, language_dfa(languages.get(name))) is None
+
+
+@pytest.mark.parametrize("name, states", [("dyck-2-10", 2048), ("dyck-3-5", 365)])
+def test_the_programs_extracted_from_the_deepest_dyck_models_have_their_languages_dfa(
+        name, states):
+    """Programs written by ``bench/extract_round_trip.py --programs`` (their extraction takes
+    minutes): 21 and 11 layers of attention, 2,048 and 365 states (the stacks and the dead
+    state)."""
+    text = gzip.decompress((DATA / f"{name}.brasp.gz").read_bytes()).decode()
+    dfa = brasp_dfa(parse_program(text, "brasp"))
+    assert dfa.states == states
+    assert equivalent(dfa, language_dfa(languages.get(name))) is None
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=brasp_programs())
 def test_random_programs_dfa_means_the_program(text):
@@ -92,10 +123,10 @@ def test_cli_extract_writes_the_dfa_that_decide_reads(tmp_path):
     assert code == 0 and '"star_free": true' in output and '"dfa_states": 4' in output, output
 
 
-def test_a_construction_past_its_budget_of_key_reads_is_refused():
+def test_a_construction_past_its_budget_of_cells_is_refused():
     program = parse_program(star_free_program("dyck-2-3"), "brasp")
-    with pytest.raises(SatsimError, match="more than 50 key reads"):
-        brasp_dfa(program, max_reads=50)
+    with pytest.raises(SatsimError, match="more than 50 cells"):
+        brasp_dfa(program, max_cells=50)
 
 
 @st.composite
