@@ -447,16 +447,27 @@ def write_program(ex: Extraction) -> str:
     for layer, built in enumerate(ex.layers):
         outs = [_head_outputs(w, ex, names, layer, h) for h in range(len(built.heads))]
         for side in SIDES:
-            terms: dict[int, list[str]] = {}
+            cases: dict[int, list[tuple[frozenset, ...]]] = {}
             for (s, qc, combo), k in built.table.items():
-                if s != side:
-                    continue
-                parts = [names[(side, layer, qc)]] + [outs[h][side][o]
-                                                      for h, o in enumerate(combo)]
-                terms.setdefault(k, []).append(_all(parts))
-            for k, alternatives in terms.items():
-                names[(side, layer + 1, k)] = w.define(w.cls(side, layer + 1, k),
-                                                       _any(alternatives))
+                if s == side:
+                    cases.setdefault(k, []).append(
+                        (frozenset([qc]),) + tuple(frozenset([o]) for o in combo))
+            queries = ex.pos_classes[layer] if side == "pos" else ex.bos_classes[layer]
+            returned: dict[int, list[set]] = {}  # per query class, what each head returns
+            for (s, qc, combo) in built.table:
+                for h, o in enumerate(combo if s == side else ()):
+                    returned.setdefault(qc, [set() for _ in combo])[h].add(o)
+            for k, each in cases.items():
+                terms = []
+                for qcs, *heads in _merged(each):
+                    query = {qc: names[(side, layer, qc)] for qc in qcs}
+                    parts = [_one_of({qc: names[(side, layer, qc)] for qc in queries}, qcs)
+                             if side == "pos" else _any(query.values())]  # pos: one holds
+                    for h, values in enumerate(heads):
+                        possible = set().union(*(returned[qc][h] for qc in qcs))
+                        parts.append(_one_of({o: outs[h][side][o] for o in possible}, values))
+                    terms.append(_all(parts))
+                names[(side, layer + 1, k)] = w.define(w.cls(side, layer + 1, k), _any(terms))
     L = len(ex.layers)
     accept_pos = _any(names[("pos", L, k)] for k in sorted(ex.pos_classes[L] & ex.accepting))
     accept_bos = _any(names[("bos", L, k)] for k in sorted(ex.bos_classes[L] & ex.accepting))
@@ -464,6 +475,35 @@ def write_program(ex: Extraction) -> str:
     accept = _any([_all([nonempty, accept_pos]), _all([_not(nonempty), accept_bos])])
     w.lines["accept"] = accept
     return _live_text(_renamed(w.lines), "".join(symbols))
+
+
+def _merged(cases: list[tuple[frozenset, ...]]) -> list[tuple[frozenset, ...]]:
+    """Cases (a set of values per variable) merged while two differ in one variable only.
+
+    The union of the merged cases is the union of the given ones.
+    """
+    merged = set(cases)
+    while True:
+        before = len(merged)
+        for v in range(len(cases[0])):
+            rest: dict[tuple, set] = {}
+            for case in merged:
+                rest.setdefault(case[:v] + case[v + 1:], set()).update(case[v])
+            merged = {key[:v] + (frozenset(values),) + key[v:] for key, values in rest.items()}
+        if len(merged) == before:
+            return sorted(merged, key=lambda case: [sorted(values) for values in case])
+
+
+def _one_of(formulas: dict[int, str], values: frozenset) -> str:
+    """That a variable takes one of ``values``, where exactly one of ``formulas`` holds.
+
+    So all of them is True, and the ones left out, negated, may be shorter.
+    """
+    if values >= set(formulas):
+        return "True"
+    inside = _any(formulas[v] for v in sorted(values))
+    outside = _not(_any(formulas[v] for v in sorted(set(formulas) - values)))
+    return outside if len(outside) < len(inside) else inside
 
 
 def _head_outputs(w: _Writer, ex: Extraction, names, layer: int, h: int) -> dict:

@@ -180,3 +180,18 @@ def test_dead_dimensions_let_a_bounded_dyck_model_close():
     strings = every_string(language.alphabet, 5)
     assert [back(s) for s in strings] == [language.contains(s) for s in strings]
     assert any(language.contains(s) for s in strings)
+
+
+def test_cases_that_differ_in_one_head_or_query_class_are_merged():
+    """A class is written as few cases as merging allows: first.brasp's class after the layer
+    reads only what the head found (not the symbol), and dyck-2-3's "( followed by )" reads
+    the symbol and the next symbol only, not what its other head found before it."""
+    first = write_program(extract(compile_program(read_program("examples/first.brasp"))))
+    assert first.splitlines()[-1] == 'accept = ((Q("0") or Q("1")) and is_1_at_first)'
+    from satsim.rasp.regular import star_free_program
+
+    dyck = write_program(extract(compile_program(
+        parse_program(star_free_program("dyck-2-3"), "brasp"), "dyck-2-3")))
+    formulas = [line.split(" = ", 1)[1] for line in dyck.splitlines()[2:]]
+    assert "(is_x40 and next_is_x41)" in formulas and "(is_x41 and prev_is_x40)" in formulas
+    assert len(dyck.splitlines()) < 70  # 167 with one case per (query class, head outcomes)
