@@ -109,10 +109,7 @@ def command(path, out, max_len, n_random, random_len, dfa_out, pair_out, lang_na
                    f"{summary['classes_per_layer']} ({summary['seen_classes_per_layer']} seen on "
                    f"the checked strings); closure certified for inputs up to "
                    f"{extraction.max_tokens} tokens; {_checked(summary)}: {len(wrong)} "
-                   "disagreements; " + (
-                       f"minimal DFA {summary['dfa_states']} states, star-free "
-                       f"{summary['star_free']}" if summary["dfa_states"] else
-                       f"no DFA: {summary['dfa_refused']}") + _same_language(summary))
+                   "disagreements; " + _dfa_text(summary, "minimal DFA"))
     else:
         click.echo(f"wrote {out}: {summary['lines']} lines; {summary['counts']} counts, "
                    f"{summary['comparisons']} comparisons; exact in rational arithmetic for "
@@ -172,12 +169,20 @@ def _positional(spec, language, strings, out, dfa_out, pair_out, as_json, target
     else:
         click.echo(f"wrote {out}: {summary['lines']} lines; certified for inputs up to "
                    f"{extraction.max_symbols} symbols (every position of the model's table); "
-                   f"{_checked(summary)}: {len(wrong)} disagreements; " + (
-                       f"minimal DFA of accept {summary['dfa_states']} states, star-free "
-                       f"{summary['star_free']}" if summary["dfa_states"] else
-                       f"no DFA: {summary['dfa_refused']}") + _same_language(summary))
+                   f"{_checked(summary)}: {len(wrong)} disagreements; " +
+                   _dfa_text(summary, "minimal DFA of accept"))
     if wrong:
         raise SystemExit(1)
+
+
+def _dfa_text(summary: dict, what: str) -> str:
+    """The DFA part of the summary line: its size and star-freeness, or why there is none."""
+    if not summary["dfa_states"]:
+        return f"no DFA: {summary['dfa_refused']}" + _same_language(summary)
+    star_free = summary["star_free"]
+    return (f"{what} {summary['dfa_states']} states, star-free " +
+            ("not decided (its monoid is large: `satsim decide --dfa` decides it alone)"
+             if star_free is None else str(star_free)) + _same_language(summary))
 
 
 def _same_language(summary: dict) -> str:
@@ -198,7 +203,7 @@ def _automaton(text: str, dfa_out, target=None) -> dict:
     """
     from satsim.errors import SatsimError
     from satsim.output import write_text_atomically
-    from satsim.rasp.automata import decide
+    from satsim.rasp.automata import star_free_in_passing
     from satsim.rasp.parse import parse_program
     from satsim.rasp.program_dfa import brasp_dfa, dfa_json, equivalent
 
@@ -210,7 +215,7 @@ def _automaton(text: str, dfa_out, target=None) -> dict:
         return {"dfa_states": None, "dfa_refused": str(refusal), "star_free": None}
     if dfa_out is not None:
         write_text_atomically(dfa_out, json.dumps(dfa_json(dfa)) + "\n")
-    found = {"dfa_states": dfa.states, "star_free": decide(dfa).star_free}
+    found = {"dfa_states": dfa.states, "star_free": star_free_in_passing(dfa)}
     if target is not None:
         name, target_dfa = target
         apart = equivalent(dfa, target_dfa)

@@ -439,8 +439,7 @@ def write_program(ex: Extraction) -> str:
                  rows[t] == _key(v)] for c, v in enumerate(ex.classes[0])}
     for k in sorted(ex.pos_classes[0]):
         toks = [f'Q("{spec.vocab[t]}")' for t in first[k]]
-        label = "_".join(spec.vocab[t] if spec.vocab[t].isalnum() else f"x{ord(spec.vocab[t])}"
-                         for t in first[k])
+        label = "_".join(symbol_word(spec.vocab[t]) for t in first[k])
         names[("pos", 0, k)] = w.define(f"is_{label}", _any(toks))
     for k in ex.bos_classes[0]:
         names[("bos", 0, k)] = "True"
@@ -614,8 +613,28 @@ MAX_NAME = 40
 """Names derived from what a definition does are kept only up to this length."""
 
 
+SYMBOL_WORDS = {"(": "open", ")": "close", "[": "open2", "]": "close2", "{": "open3",
+                "}": "close3", "<": "lt", ">": "gt", "+": "plus", "-": "minus"}
+"""Words for symbols that cannot be part of a name."""
+_LITERAL = re.compile(r"(not )?\w+")
+MAX_LITERALS = 3
+"""A conjunction of at most this many literals is named after them (A_and_not_B)."""
+
+
+def symbol_word(symbol: str) -> str:
+    """A symbol as part of a name: itself, a word for a bracket or sign, or x and its code."""
+    return symbol if symbol.isalnum() else SYMBOL_WORDS.get(symbol, f"x{ord(symbol)}")
+
+
 def _derived_name(formula: str) -> str | None:
-    """A name saying what an attention finds: prev_X, next_X, some_X_before, Y_at_last_X..."""
+    """A name saying what a definition does: prev_X, some_X_before, A_and_not_B...
+
+    Attentions as what they find; a short conjunction of definitions after its literals.
+    """
+    literals = formula.removeprefix("(").removesuffix(")").split(" and ")
+    if len(literals) <= MAX_LITERALS and all(_LITERAL.fullmatch(x) for x in literals) and \
+            not {"True", "False"} & {x.removeprefix("not ") for x in literals}:
+        return "_and_".join(x.replace("not ", "not_") for x in literals)
     m = _ATTEND.fullmatch(formula)
     if m is None:
         return None
@@ -646,7 +665,7 @@ def _renamed(lines: dict[str, str]) -> dict[str, str]:
         if formula in same and name != "accept":  # an equal definition: one name for both
             rename[name] = same[formula]
             continue
-        better = _derived_name(formula)
+        better = _derived_name(formula) if name != "accept" else None
         if better and len(better) <= MAX_NAME and better not in lines and \
                 better not in out and better not in rename.values():
             rename[name] = better

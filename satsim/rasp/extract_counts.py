@@ -24,15 +24,13 @@ import numpy as np
 
 from satsim.model.settings import tie_tolerance
 from satsim.model.spec import ModelSpec
-from satsim.rasp.extract import NotExtractable, _all, _any, _live_text, _not
+from satsim.rasp.extract import SYMBOL_WORDS, NotExtractable, _all, _any, _live_text, _not
 
 MAX_CASES = 4000
 """The most cases one layer boundary may have."""
 U = "u"
 """The form variable 1/(i + 1): BOS's share of an average."""
 _OPS = (">", "==", "<")
-_SYMBOL_WORDS = {"(": "open", ")": "close", "[": "open2", "]": "close2", "{": "open3",
-                 "}": "close3", "<": "lt", ">": "gt", "+": "plus", "-": "minus"}
 
 
 def _exact(array) -> np.ndarray:
@@ -129,7 +127,7 @@ class _Program:
         """The name of the definition counting ``predicate``."""
         if predicate not in self.counts:
             symbol = predicate[3] if len(predicate) == 6 and predicate.startswith('Q("') else ""
-            word = symbol if symbol.isalnum() else _SYMBOL_WORDS.get(symbol)
+            word = symbol if symbol.isalnum() else SYMBOL_WORDS.get(symbol)
             stem = f"count_{word}" if word else f"count{len(self.counts)}"
             self.counts[predicate] = self.define(stem, f"count({predicate})")
         return self.counts[predicate]

@@ -192,6 +192,7 @@ def test_cases_that_differ_in_one_head_or_query_class_are_merged():
 
     dyck = write_program(extract(compile_program(
         parse_program(star_free_program("dyck-2-3"), "brasp"), "dyck-2-3")))
-    formulas = [line.split(" = ", 1)[1] for line in dyck.splitlines()[2:]]
-    assert "(is_x40 and next_is_x41)" in formulas and "(is_x41 and prev_is_x40)" in formulas
-    assert len(dyck.splitlines()) < 70  # 167 with one case per (query class, head outcomes)
+    lines = dyck.splitlines()
+    assert "is_open_and_next_is_close = (is_open and next_is_close)" in lines  # named after it
+    assert "is_close2_and_not_prev_is_open2 = (is_close2 and not prev_is_open2)" in lines
+    assert len(lines) < 70  # 167 with one case per (query class, head outcomes)

@@ -178,3 +178,15 @@ def test_attentions_reading_more_vectors_than_a_machine_word_has_bits():
     strings = every_string("ab", 9)
     assert [dfa.accepts(s) for s in strings] == [naive_brasp(program, s) for s in strings]
     assert len({dfa.accepts(s) for s in strings}) == 2
+
+
+def test_star_freeness_in_passing_is_undecided_past_its_cells(monkeypatch):
+    """satsim extract decides star-freeness in passing only for small monoids (dyck-3-3's has
+    1,787 elements on 41 states); past its cells it says undecided (None), not a verdict."""
+    from satsim.rasp import automata
+
+    dfa = language_dfa(languages.get("dyck-3-3"))
+    assert automata.star_free_in_passing(dfa) is True
+    assert automata.star_free_in_passing(language_dfa(languages.get("aa-star"))) is False
+    monkeypatch.setattr(automata, "PASSING_CELLS", 41 * 1_000)
+    assert automata.star_free_in_passing(dfa) is None
