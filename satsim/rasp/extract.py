@@ -617,6 +617,8 @@ SYMBOL_WORDS = {"(": "open", ")": "close", "[": "open2", "]": "close2", "{": "op
                 "}": "close3", "<": "lt", ">": "gt", "+": "plus", "-": "minus"}
 """Words for symbols that cannot be part of a name."""
 _LITERAL = re.compile(r"(not )?\w+")
+_STRUCTURAL = re.compile(r"l\d+h\d+_|(at|bos)\d+_c\d|case\d|cmp\d|count\d")
+"""Names that say where a definition comes from, not what it does (l0h1_pos_val2, at1_c3)."""
 MAX_LITERALS = 3
 """A conjunction of at most this many literals is named after them (A_and_not_B)."""
 
@@ -629,11 +631,13 @@ def symbol_word(symbol: str) -> str:
 def _derived_name(formula: str) -> str | None:
     """A name saying what a definition does: prev_X, some_X_before, A_and_not_B...
 
-    Attentions as what they find; a short conjunction of definitions after its literals.
+    Attentions as what they find; a short conjunction of named definitions after its literals
+    (not of structurally named ones: is_b_and_l0h0_pos_val1 says no more than at1_c1).
     """
     literals = formula.removeprefix("(").removesuffix(")").split(" and ")
     if len(literals) <= MAX_LITERALS and all(_LITERAL.fullmatch(x) for x in literals) and \
-            not {"True", "False"} & {x.removeprefix("not ") for x in literals}:
+            not {"True", "False"} & {x.removeprefix("not ") for x in literals} and \
+            not any(_STRUCTURAL.match(x.removeprefix("not ")) for x in literals):
         return "_and_".join(x.replace("not ", "not_") for x in literals)
     m = _ATTEND.fullmatch(formula)
     if m is None:
