@@ -7,7 +7,7 @@ about 2,000 strings) and on random strings of length 100.
 Writes bench/results/extract_round_trip.json.
 
     PYTHONPATH=. python bench/extract_round_trip.py [--random 100] [--only abcde,d2]
-    PYTHONPATH=. python bench/extract_round_trip.py --skip "" --programs DIR   # all 18, ~10 min
+    PYTHONPATH=. python bench/extract_round_trip.py --programs DIR   # also the programs
     PYTHONPATH=. python bench/extract_round_trip.py --examples 100   # the 8 examples, 10^4
 
 An extracted B-RASP program also gets its minimal DFA (satsim.rasp.program_dfa), compared with
@@ -125,8 +125,7 @@ def example_round_trip(path: str, n_long: int, long_len: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=100)
-    parser.add_argument("--skip", default="dyck-2-10,dyck-3-5",
-                        help="languages left out (their B-RASP models take long to build)")
+    parser.add_argument("--skip", default="", help="languages left out (comma-separated)")
     parser.add_argument("--out", default="bench/results/extract_round_trip.json")
     parser.add_argument("--only", default="",
                         help="run only these languages (comma-separated); --out keeps its rows "
