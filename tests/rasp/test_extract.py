@@ -22,6 +22,7 @@ from satsim.rasp.extract import (
     seen_classes,
     write_program,
 )
+from satsim.rasp.program_dfa import brasp_dfa, equivalent
 from tests.support.helpers import every_string
 from tests.support.rasp_programs import brasp_programs, naive_brasp
 
@@ -153,7 +154,8 @@ def test_a_zoo_checkpoint_is_refused_in_one_line(tmp_path):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=brasp_programs())
 def test_random_programs_compiled_then_extracted_mean_what_they_meant(text):
-    """Random B-RASP programs: the extracted program agrees with the loops of the definitions."""
+    """Random B-RASP programs: the extracted program agrees with the loops of the definitions,
+    and accepts the same language (DFA equivalence)."""
     spec = compile_program(parse_program(text, "brasp"))
     try:
         extraction = extract(spec)
@@ -164,6 +166,7 @@ def test_random_programs_compiled_then_extracted_mean_what_they_meant(text):
     original = parse_program(text, "brasp")
     for string in every_string("ab", 5):
         assert brasp_accepts(back, string) == naive_brasp(original, string), string
+    assert equivalent(brasp_dfa(back), brasp_dfa(original)) is None
 
 
 def test_dead_dimensions_let_a_bounded_dyck_model_close():
