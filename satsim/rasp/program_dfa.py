@@ -56,6 +56,9 @@ MAX_DFA_CELLS = 2_000_000_000
 """The most cells computed before refusal: a memory's or an automaton's entry at one move (for
 one slot, or one guess of the right memory), and a stage's letter at one (left memory state,
 letter, right memory state)."""
+MAX_STAGE_CELLS = 100_000_000
+"""The most (left memory state, letter, right memory state) cells of one stage: a few arrays of
+8 bytes a cell, so a few GB at most."""
 
 
 def _split_attentions(program: Program) -> list[Definition]:
@@ -259,6 +262,9 @@ def _stage(groups: list[list[Definition]], booleans: list[Definition], letters: 
             np.zeros((0, count), dtype=np.int64)
         moves[side], held[side] = _memory(offers, stays, budget)
     shape = (len(moves["left"]), count, len(moves["right"]))
+    if np.prod(shape) > MAX_STAGE_CELLS:
+        raise SatsimError(f"a stage of the program's automata has {np.prod(shape):,} (memory, "
+                          f"letter, memory) cells; at most {MAX_STAGE_CELLS:,} are built")
     budget.spend(int(np.prod(shape)) * len(groups))
     chosen = [_chosen(group[0].expr, offered[k], held, entries, k, shape)
               for k, group in enumerate(groups)]

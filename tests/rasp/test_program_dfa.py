@@ -117,10 +117,15 @@ def test_cli_extract_writes_the_dfa_that_decide_reads(tmp_path):
     assert code == 0 and '"star_free": true' in output and '"dfa_states": 4' in output, output
 
 
-def test_a_construction_past_its_budget_of_cells_is_refused():
+def test_a_construction_past_its_budget_of_cells_is_refused(monkeypatch):
+    from satsim.rasp import program_dfa
+
     program = parse_program(star_free_program("dyck-2-3"), "brasp")
     with pytest.raises(SatsimError, match="more than 50 cells"):
         brasp_dfa(program, max_cells=50)
+    monkeypatch.setattr(program_dfa, "MAX_STAGE_CELLS", 10)
+    with pytest.raises(SatsimError, match=r"\(memory, letter, memory\) cells; at most 10 "):
+        brasp_dfa(program)
 
 
 @st.composite
