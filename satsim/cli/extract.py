@@ -7,6 +7,7 @@ import json
 import click
 
 from satsim.cli.options import NonEmptyPath, OutputPath, count, load_model
+from satsim.cli.progress import every_so_often
 
 MAX_RANDOM = 1_000_000
 """The most random strings ``--random`` may ask for."""
@@ -80,7 +81,7 @@ def command(path, out, max_len, n_random, random_len, dfa_out, pair_out, lang_na
                     dict(checked_max_len=max_len, checked_random=n_random, random_len=random_len))
         return
     if language == "brasp":
-        extraction = extract(spec)
+        extraction = extract(spec, progress=every_so_often("closing the classes, blocks"))
         text = write_program(extraction)
         summary = dict(extraction.summary(),
                        seen_classes_per_layer=seen_classes(extraction, strings),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -271,8 +272,12 @@ class _ClassSet:
         return self.index[key]
 
 
-def extract(spec: ModelSpec, max_tokens: int | None = None) -> Extraction:
-    """Close the model's classes layer by layer and certify each head's selector."""
+def extract(spec: ModelSpec, max_tokens: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Extraction:
+    """Close the model's classes layer by layer and certify each head's selector.
+
+    ``progress(blocks closed, blocks)`` is called after each block.
+    """
     P = _positional_dims(spec)
     _check_supported(spec, P)
     N = max_tokens or spec.max_tokens or 10**6
@@ -292,6 +297,8 @@ def extract(spec: ModelSpec, max_tokens: int | None = None) -> Extraction:
         classes.append(built[1])
         bos_classes.append(built[2])
         pos_classes.append(built[3])
+        if progress is not None:
+            progress(layer + 1, len(spec.blocks))
     W_U, b_U = spec.output.W_U[:, 0], (spec.output.b_U[0] if spec.output.b_U is not None
                                        else 0.0)
     accepting = {c for c, v in enumerate(classes[-1]) if float(v @ W_U + b_U) > 0}
@@ -697,11 +704,14 @@ def check_program(spec: ModelSpec, text: str, strings: list[str],
     """The strings on which the program's interpreter and the model (the engine) disagree."""
     from satsim.engine.simulator import Simulator
     from satsim.rasp import interpreter
+    from satsim.rasp.brasp import accepts_all
     from satsim.rasp.parse import parse_program
 
-    meaning = interpreter(parse_program(text, language, "<extracted program>"))
+    program = parse_program(text, language, "<extracted program>")
+    meaning = accepts_all(program, strings) if language == "brasp" else \
+        list(map(interpreter(program), strings))
     model = Simulator(spec).accepts(strings) if strings else []
-    return [s for s, m in zip(strings, model) if meaning(s) != bool(m)]
+    return [s for s, m, p in zip(strings, model, meaning) if p != bool(m)]
 
 
 def seen_classes(ex: Extraction, strings: list[str]) -> list[int]:

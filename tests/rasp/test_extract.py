@@ -199,3 +199,10 @@ def test_cases_that_differ_in_one_head_or_query_class_are_merged():
     assert "is_open_and_next_is_close = (is_open and next_is_close)" in lines  # named after it
     assert "is_close2_and_not_prev_is_open2 = (is_close2 and not prev_is_open2)" in lines
     assert len(lines) < 70  # 167 with one case per (query class, head outcomes)
+
+
+def test_extraction_reports_its_progress_block_by_block():
+    calls = []
+    extract(compile_program(read_program("examples/a_before_b.brasp")),
+            progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 2), (2, 2)]

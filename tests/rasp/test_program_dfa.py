@@ -189,3 +189,17 @@ def test_star_freeness_in_passing_is_undecided_past_its_cells(monkeypatch):
     assert automata.star_free_in_passing(language_dfa(languages.get("aa-star"))) is False
     monkeypatch.setattr(automata, "PASSING_CELLS", 41 * 1_000)
     assert automata.star_free_in_passing(dfa) is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=brasp_programs(alphabet="abc", size=6))
+def test_the_batched_interpreter_means_the_program(text):
+    """accepts_all runs strings of one length as one batch (every string to length 5 here):
+    it agrees with the loops of the definitions, and with the interpreter string by string."""
+    from satsim.rasp.brasp import accepts, accepts_all
+
+    program = parse_program(text, "brasp")
+    strings = every_string("abc", 5)
+    batched = accepts_all(program, strings)
+    assert batched == [naive_brasp(program, s) for s in strings]
+    assert batched[:40] == [accepts(program, s) for s in strings[:40]]
