@@ -466,9 +466,9 @@ def write_program(ex: Extraction) -> str:
             for k, each in cases.items():
                 terms = []
                 for qcs, *heads in _merged(each):
-                    query = {qc: names[(side, layer, qc)] for qc in qcs}
                     parts = [_one_of({qc: names[(side, layer, qc)] for qc in queries}, qcs)
-                             if side == "pos" else _any(query.values())]  # pos: one holds
+                             if side == "pos"  # at an input position, one class holds
+                             else _any(names[(side, layer, qc)] for qc in sorted(qcs))]
                     for h, values in enumerate(heads):
                         possible = set().union(*(returned[qc][h] for qc in qcs))
                         parts.append(_one_of({o: outs[h][side][o] for o in possible}, values))
