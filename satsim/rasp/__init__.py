@@ -14,8 +14,6 @@ The compiled models are exact at every length up to a stated float64 bound
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from satsim.errors import SatsimError
 from satsim.model.spec import ModelSpec
 from satsim.rasp import brasp, crasp
@@ -36,10 +34,31 @@ __all__ = ["Program", "ProgramError", "Verification", "compile_brasp", "compile_
            "read_program", "regular_names", "star_free_program", "verify"]
 
 
-def interpreter(program: Program) -> Callable[[str], bool]:
+class Meaning:
+    """A program's meaning: called on a string, whether the program accepts it.
+
+    ``many`` answers a list of strings at once (for B-RASP, the strings of one length as one
+    batch).
+    """
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+
+    def __call__(self, string: str) -> bool:
+        """Whether the program accepts ``string``."""
+        module = crasp if self.program.language == "crasp" else brasp
+        return module.accepts(self.program, string)
+
+    def many(self, strings: list[str]) -> list[bool]:
+        """Whether the program accepts each string."""
+        if self.program.language == "brasp":
+            return brasp.accepts_all(self.program, strings)
+        return [self(string) for string in strings]
+
+
+def interpreter(program: Program) -> Meaning:
     """The program's meaning: a function string → whether the program accepts it."""
-    module = crasp if program.language == "crasp" else brasp
-    return lambda string: module.accepts(program, string)
+    return Meaning(program)
 
 
 def model_summary(spec: ModelSpec) -> dict:

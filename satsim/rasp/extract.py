@@ -704,12 +704,9 @@ def check_program(spec: ModelSpec, text: str, strings: list[str],
     """The strings on which the program's interpreter and the model (the engine) disagree."""
     from satsim.engine.simulator import Simulator
     from satsim.rasp import interpreter
-    from satsim.rasp.brasp import accepts_all
     from satsim.rasp.parse import parse_program
 
-    program = parse_program(text, language, "<extracted program>")
-    meaning = accepts_all(program, strings) if language == "brasp" else \
-        list(map(interpreter(program), strings))
+    meaning = interpreter(parse_program(text, language, "<extracted program>")).many(strings)
     model = Simulator(spec).accepts(strings) if strings else []
     return [s for s, m, p in zip(strings, model, meaning) if p != bool(m)]
 

@@ -175,7 +175,7 @@ def verify_all(spec: ModelSpec, meanings: Mapping[str, Callable[[str], bool]],
     """
     check_long_strings(long_count, long_len)
     short, reached = all_strings_up_to(alphabet, max_len, budget)
-    wants = {name: [meaning(s) for s in short] for name, meaning in meanings.items()}
+    wants = {name: _answers(meaning, short) for name, meaning in meanings.items()}
     accepted = [s for s, yes in zip(short, next(iter(wants.values()))) if yes and s]
     grown = long_count // 2 if accepted else 0
     long = random_strings(alphabet, long_count - grown, long_len, seed) if long_count else []
@@ -184,12 +184,18 @@ def verify_all(spec: ModelSpec, meanings: Mapping[str, Callable[[str], bool]],
     got = _decisions(spec, short, long, progress)
     found = {}
     for name, meaning in meanings.items():
-        want = np.array(wants[name] + [meaning(s) for s in long], dtype=bool)
+        want = np.array(wants[name] + _answers(meaning, long), dtype=bool)
         wrong = np.flatnonzero(got != want)
         found[name] = Verification(reached, len(short), len(long),
                                    max(map(len, long), default=0), int(want[len(short):].sum()),
                                    int(len(wrong)), strings[wrong[0]] if len(wrong) else None)
     return found
+
+
+def _answers(meaning: Callable[[str], bool], strings: list[str]) -> list[bool]:
+    """A meaning's answers, all at once where it answers many (a program's interpreter)."""
+    many = getattr(meaning, "many", None)
+    return list(many(strings)) if many is not None else [meaning(s) for s in strings]
 
 
 def _decisions(spec: ModelSpec, short: list[str], long: list[str],

@@ -203,3 +203,11 @@ def test_the_batched_interpreter_means_the_program(text):
     batched = accepts_all(program, strings)
     assert batched == [naive_brasp(program, s) for s in strings]
     assert batched[:40] == [accepts(program, s) for s in strings[:40]]
+    assert interpreter(program).many(strings) == batched  # what verify and extract call
+
+
+def test_a_crasp_programs_meaning_answers_many_strings_one_by_one():
+    meaning = interpreter(read_program("examples/dyck1.crasp"))
+    strings = every_string("()", 6)
+    assert meaning.many(strings) == [meaning(s) for s in strings]
+    assert any(meaning.many(strings)) and not all(meaning.many(strings))
