@@ -33,7 +33,6 @@ from satsim.rasp import (
     regular_names,
 )
 from satsim.rasp.automata import DFA, language_dfa, star_free_in_passing
-from satsim.rasp.brasp import accepts_all
 from satsim.rasp.extract import NotExtractable, check_program, extract, write_program
 from satsim.rasp.extract_counts import extract_counts
 from satsim.rasp.program_dfa import MAX_DFA_CELLS, brasp_dfa, equivalent
@@ -66,7 +65,7 @@ def round_trip(name: str, n_random: int, dfa_cells: int = MAX_DFA_CELLS,
     short, length = all_strings_up_to(alphabet, 12, budget=2000)
     rng = random.Random(0)
     long = ["".join(rng.choice(alphabet) for _ in range(100)) for _ in range(n_random)]
-    oracle_wrong = [s for s, accepted in zip(short + long, accepts_all(program, short + long))
+    oracle_wrong = [s for s, accepted in zip(short + long, interpreter(program).many(short + long))
                     if accepted != language.contains(s)]
     model_wrong = check_program(spec, back, short + long)
     dfa = _dfa_check(back, language_dfa(language), dfa_cells)

@@ -454,15 +454,14 @@ def write_program(ex: Extraction) -> str:
         outs = [_head_outputs(w, ex, names, layer, h) for h in range(len(built.heads))]
         for side in SIDES:
             cases: dict[int, list[tuple[frozenset, ...]]] = {}
+            returned: dict[int, list[set]] = {}  # per query class, what each head returns
             for (s, qc, combo), k in built.table.items():
                 if s == side:
                     cases.setdefault(k, []).append(
                         (frozenset([qc]),) + tuple(frozenset([o]) for o in combo))
+                    for h, o in enumerate(combo):
+                        returned.setdefault(qc, [set() for _ in combo])[h].add(o)
             queries = ex.pos_classes[layer] if side == "pos" else ex.bos_classes[layer]
-            returned: dict[int, list[set]] = {}  # per query class, what each head returns
-            for (s, qc, combo) in built.table:
-                for h, o in enumerate(combo if s == side else ()):
-                    returned.setdefault(qc, [set() for _ in combo])[h].add(o)
             for k, each in cases.items():
                 terms = []
                 for qcs, *heads in _merged(each):

@@ -354,8 +354,9 @@ def _pull_back(stage: _Stage, delta: np.ndarray, start: int, accepting: np.ndarr
     number = {first.tobytes(): 0}
     states, rows, queue = [first], [], deque([0])
     while queue:
-        left, *guessed = states[queue.popleft()]
-        before = np.array(guessed)[stage.right]  # per guess after the letter, and letter
+        state = states[queue.popleft()]
+        left, guessed = int(state[0]), state[1:]
+        before = guessed[stage.right]  # per guess after the letter, and letter
         after = np.where(before >= 0, delta[np.maximum(before, 0), stage.out[left].T], -1)
         budget.spend(after.size)
         rows.append(_numbers(number, np.column_stack([stage.left[left], after.T]), states,
